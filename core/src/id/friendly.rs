@@ -1,0 +1,154 @@
+//! The friendly text form of an id, `yyyyMMddHHmmssSSS-slot-sequence`, which needs a layout to read or write.
+
+use std::fmt::Write as _;
+
+use time::{Date, Month, OffsetDateTime, PrimitiveDateTime, Time};
+
+use super::error::IdError;
+use super::layout::Layout;
+use super::text::{parse_canonical_u64, Id};
+
+/// Digits in the timestamp part: `yyyyMMddHHmmssSSS`.
+const TIMESTAMP_LEN: usize = 17;
+const PART: &str = "friendly id";
+
+impl Layout {
+    /// The friendly form of an id: the start of its tick as a UTC `yyyyMMddHHmmssSSS`, then `-slot-sequence` in
+    /// decimal without padding.
+    ///
+    /// Errors as [`Layout::decompose`] does for an id the layout did not make, and with
+    /// [`IdError::NotRepresentable`] for a timestamp past year 9999 (possible only with very wide custom
+    /// timestamp fields).
+    ///
+    /// ```
+    /// use cosid::Layout;
+    /// let l = Layout::millis();
+    /// let id = l.compose(1_234, 5, 67)?;
+    /// assert_eq!(l.to_friendly(id)?, "20191224160001234-5-67");
+    /// assert_eq!(l.parse_friendly("20191224160001234-5-67")?, id);
+    /// # Ok::<(), cosid::IdError>(())
+    /// ```
+    pub fn to_friendly(&self, id: Id) -> Result<String, IdError> {
+        let parts = self.decompose(id)?;
+        let ts = parts.timestamp_ms;
+        let at = OffsetDateTime::from_unix_timestamp_nanos(i128::from(ts) * 1_000_000)
+            .map_err(|_| IdError::NotRepresentable { timestamp_ms: ts })?;
+        let mut out = String::with_capacity(TIMESTAMP_LEN + 2 + 2 * 20);
+        // Writing to a String cannot fail.
+        let _ = write!(
+            out,
+            "{:04}{:02}{:02}{:02}{:02}{:02}{:03}-{}-{}",
+            at.year(),
+            u8::from(at.month()),
+            at.day(),
+            at.hour(),
+            at.minute(),
+            at.second(),
+            at.millisecond(),
+            parts.slot,
+            parts.sequence,
+        );
+        Ok(out)
+    }
+
+    /// Reads the friendly form strictly, accepting only what [`Layout::to_friendly`] writes: a 17-digit UTC
+    /// timestamp that is a real date-time and starts a tick of this layout (for second ticks the milliseconds
+    /// are `000`), then a slot and a sequence in canonical decimal (no sign, no leading zeros, `0` allowed),
+    /// each within the layout's range. ASCII digits only; no whitespace.
+    ///
+    /// ```
+    /// use cosid::{IdError, Layout};
+    /// let l = Layout::seconds();
+    /// let id = l.parse_friendly("20240229120000000-3-0")?;
+    /// assert_eq!(l.to_friendly(id)?, "20240229120000000-3-0");
+    /// assert!(matches!(l.parse_friendly("20240229120000500-3-0"), Err(IdError::NotTickBoundary { .. })));
+    /// assert!(matches!(l.parse_friendly("20231301120000000-3-0"), Err(IdError::InvalidDate { .. })));
+    /// assert!(matches!(l.parse_friendly("20240229120000000-03-0"), Err(IdError::LeadingZero { .. })));
+    /// # Ok::<(), IdError>(())
+    /// ```
+    pub fn parse_friendly(&self, s: &str) -> Result<Id, IdError> {
+        if s.is_empty() {
+            return Err(IdError::Empty {
+                part: PART,
+                expected: "yyyyMMddHHmmssSSS-slot-sequence",
+            });
+        }
+        let mut fields = s.split('-');
+        let (Some(stamp), Some(slot), Some(sequence), None) =
+            (fields.next(), fields.next(), fields.next(), fields.next())
+        else {
+            return Err(IdError::WrongPartCount {
+                found: s.split('-').count(),
+            });
+        };
+        let timestamp_ms = parse_timestamp(stamp)?;
+        let slot_offset = stamp.len() + 1;
+        let sequence_offset = slot_offset + slot.len() + 1;
+        let slot = parse_canonical_u64(slot, "slot", slot_offset)?;
+        let sequence = parse_canonical_u64(sequence, "sequence", sequence_offset)?;
+
+        let first_ms = self.epoch_ms();
+        let last_ms = self.tick_start_ms(self.max_tick());
+        if timestamp_ms < first_ms || timestamp_ms > last_ms {
+            return Err(IdError::TimestampOutOfRange {
+                timestamp_ms,
+                first_ms,
+                last_ms,
+            });
+        }
+        let since = timestamp_ms - first_ms;
+        let tick_ms = self.tick().millis();
+        if since % tick_ms != 0 {
+            return Err(IdError::NotTickBoundary {
+                timestamp_ms,
+                tick: self.tick(),
+            });
+        }
+        self.compose(since / tick_ms, slot, sequence)
+    }
+}
+
+/// Reads `yyyyMMddHHmmssSSS` as UTC into Unix milliseconds (0 for anything before 1970, which no layout reaches).
+fn parse_timestamp(stamp: &str) -> Result<u64, IdError> {
+    if let Some((position, found)) = stamp.char_indices().find(|&(_, c)| !c.is_ascii_digit()) {
+        return Err(IdError::InvalidCharacter {
+            part: PART,
+            position,
+            found,
+            expected: "an ASCII digit 0-9 in the timestamp yyyyMMddHHmmssSSS",
+        });
+    }
+    // All ASCII digits from here, so bytes are characters.
+    if stamp.len() != TIMESTAMP_LEN {
+        return Err(IdError::WrongLength {
+            part: "friendly timestamp",
+            expected: TIMESTAMP_LEN,
+            found: stamp.len(),
+        });
+    }
+    let b = stamp.as_bytes();
+    let num = |from: usize, to: usize| {
+        b[from..to]
+            .iter()
+            .fold(0u32, |acc, d| acc * 10 + u32::from(d - b'0'))
+    };
+    let invalid = |e: time::error::ComponentRange| IdError::InvalidDate {
+        found: stamp.to_owned(),
+        component: e.name(),
+    };
+    // The fields are at most 4 digits, so the narrowing casts below are exact.
+    let month = Month::try_from(num(4, 6) as u8).map_err(invalid)?;
+    let date =
+        Date::from_calendar_date(num(0, 4) as i32, month, num(6, 8) as u8).map_err(invalid)?;
+    let time = Time::from_hms_milli(
+        num(8, 10) as u8,
+        num(10, 12) as u8,
+        num(12, 14) as u8,
+        num(14, 17) as u16,
+    )
+    .map_err(invalid)?;
+    let nanos = PrimitiveDateTime::new(date, time)
+        .assume_utc()
+        .unix_timestamp_nanos();
+    Ok(u64::try_from(nanos / 1_000_000).unwrap_or(0))
+}

@@ -1,0 +1,339 @@
+//! The keeper: one background task per runtime that renews the lease, replaces it when it is lost, and releases
+//! it at shutdown. It is the only writer of the generator's window.
+
+use crate::clock::Clock;
+use crate::event::Event;
+use crate::generator::{Generator, Window};
+use crate::lease::{AcquireRequest, Acquired, Namespace, NamespaceConfig, Owner, SlotLease};
+use crate::store::{LeaseStore, StoreError};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+use tokio::sync::watch;
+
+/// The least and first retry delay after a failed store call.
+const MIN_BACKOFF: Duration = Duration::from_millis(100);
+
+/// What the runtime is doing, as [`Status`] reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum State {
+    /// Issuing, with a current lease.
+    Active,
+    /// Issuing, but the last renewal failed; retrying.
+    Renewing,
+    /// The lease was lost; acquiring a new slot. Id calls fail with `SlotLost`.
+    Reacquiring,
+    /// Shut down.
+    Closed,
+}
+
+/// A listener for [`Event`]s, called on the keeper's thread.
+pub type Listener = Arc<dyn Fn(&Event) + Send + Sync>;
+
+/// A runtime's lease and state at one moment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Status {
+    /// The namespace.
+    pub namespace: String,
+    /// The store kind (`sqlite`, `redis`, ...).
+    pub store: &'static str,
+    /// This runtime's owner key and incarnation.
+    pub owner: Owner,
+    /// The slot.
+    pub slot: u32,
+    /// The lease's fence.
+    pub fence: u64,
+    /// Window floor (excluded, store ms).
+    pub floor_ms: u64,
+    /// Window ceiling (included, store ms).
+    pub ceiling_ms: u64,
+    /// Lease expiry (store ms).
+    pub expires_at_ms: u64,
+    /// The store's clock at the last reply (ms).
+    pub store_now_ms: u64,
+    /// The last millisecond used by an id of this window, if any.
+    pub last_issued_ms: Option<u64>,
+    /// What the runtime is doing.
+    pub state: State,
+}
+
+/// The state the keeper shares with the runtime's callers. The hot path touches only `generator`.
+pub(crate) struct Shared {
+    pub(crate) generator: Generator,
+    lease: Mutex<(SlotLease, State)>,
+    listeners: Mutex<Vec<Listener>>,
+    pub(crate) store_kind: &'static str,
+}
+
+impl std::fmt::Debug for Shared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Shared")
+            .field("generator", &self.generator)
+            .field("lease", &self.lease)
+            .field("listeners", &lock(&self.listeners).len())
+            .finish()
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // State behind these locks is replaced whole, never left half-written: a poisoned lock is still consistent.
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Shared {
+    pub(crate) fn new(generator: Generator, lease: SlotLease, store_kind: &'static str) -> Self {
+        Self {
+            generator,
+            lease: Mutex::new((lease, State::Active)),
+            listeners: Mutex::default(),
+            store_kind,
+        }
+    }
+
+    pub(crate) fn subscribe(&self, listener: Listener) {
+        lock(&self.listeners).push(listener);
+    }
+
+    pub(crate) fn emit(&self, event: Event) {
+        tracing::debug!(%event, "cosid event");
+        let listeners = lock(&self.listeners).clone();
+        for l in listeners {
+            // A listener that panics must not take the keeper down with it.
+            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| l(&event)));
+        }
+    }
+
+    pub(crate) fn status(&self) -> Status {
+        let (lease, state) = lock(&self.lease).clone();
+        let snap = self.generator.snapshot();
+        Status {
+            namespace: lease.namespace.to_string(),
+            store: self.store_kind,
+            owner: lease.owner.clone(),
+            slot: lease.slot,
+            fence: lease.fence,
+            floor_ms: lease.floor,
+            ceiling_ms: lease.ceiling,
+            expires_at_ms: lease.expires_at,
+            store_now_ms: lease.store_now,
+            last_issued_ms: if snap.slot == lease.slot {
+                snap.last_issued_ms
+            } else {
+                None
+            },
+            state,
+        }
+    }
+
+    fn set(&self, lease: &SlotLease, state: State) {
+        *lock(&self.lease) = (lease.clone(), state);
+    }
+
+    fn set_state(&self, state: State) {
+        lock(&self.lease).1 = state;
+    }
+
+    pub(crate) fn current_lease(&self) -> SlotLease {
+        lock(&self.lease).0.clone()
+    }
+}
+
+/// Everything the keeper needs to talk to the store.
+#[derive(Debug, Clone)]
+pub(crate) struct Keeper {
+    pub(crate) store: Arc<dyn LeaseStore>,
+    pub(crate) namespace: Namespace,
+    pub(crate) ns_config: NamespaceConfig,
+    pub(crate) request: AcquireRequest,
+    pub(crate) clock: Arc<dyn Clock>,
+}
+
+impl Keeper {
+    fn ttl(&self) -> Duration {
+        Duration::from_millis(self.request.ttl_ms)
+    }
+
+    /// Acquires a slot, retrying exhaustion and an unreachable store until `timeout`.
+    pub(crate) async fn acquire(&self, timeout: Duration) -> Result<Acquired, StoreError> {
+        let deadline = tokio::time::Instant::now() + timeout;
+        let mut backoff = MIN_BACKOFF;
+        loop {
+            let err = match self
+                .store
+                .acquire(&self.namespace, &self.ns_config, &self.request)
+                .await
+            {
+                Ok(a) => return Ok(a),
+                Err(e) => e,
+            };
+            let wait = match &err {
+                StoreError::Exhausted {
+                    earliest_expiry,
+                    store_now,
+                    ..
+                } => Duration::from_millis(earliest_expiry.saturating_sub(*store_now) + 1)
+                    .clamp(MIN_BACKOFF, self.ttl() / 3),
+                e if e.is_retryable() => backoff,
+                _ => return Err(err),
+            };
+            backoff = (backoff * 2).min(self.ttl() / 6).max(MIN_BACKOFF);
+            if tokio::time::Instant::now() + wait > deadline {
+                return Err(err);
+            }
+            tokio::time::sleep(wait).await;
+        }
+    }
+
+    /// Binds the generator to a granted lease and tells the listeners.
+    pub(crate) fn install(&self, shared: &Shared, acquired: &Acquired) {
+        let lease = &acquired.lease;
+        shared.generator.bind(Window {
+            slot: lease.slot,
+            floor_ms: lease.floor,
+            ceiling_ms: lease.ceiling,
+        });
+        shared.set(lease, State::Active);
+        if let Some(other_slot) = acquired.duplicate_owner_key {
+            shared.emit(Event::DuplicateOwnerKey {
+                key: lease.owner.key.clone(),
+                other_slot,
+            });
+        }
+        shared.emit(Event::Acquired {
+            slot: lease.slot,
+            fence: lease.fence,
+            floor_ms: lease.floor,
+            ceiling_ms: lease.ceiling,
+            expires_at_ms: lease.expires_at,
+        });
+        self.check_skew(shared, lease.store_now);
+    }
+
+    fn check_skew(&self, shared: &Shared, store_now: u64) {
+        let local = self.clock.now_ms();
+        if local.abs_diff(store_now) > self.ns_config.tolerance_ms / 2 {
+            shared.emit(Event::ClockSkew {
+                local_ms: local,
+                store_ms: store_now,
+            });
+        }
+    }
+
+    /// Renews until `stop` says so; then seals the generator and releases the lease with its last timestamp.
+    pub(crate) async fn run(self, shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
+        let period = self.ttl() / 3;
+        let mut wait = period;
+        let mut backoff = MIN_BACKOFF;
+        loop {
+            tokio::select! {
+                _ = tokio::time::sleep(wait) => {}
+                _ = stop.changed() => break,
+            }
+            let lease = shared.current_lease();
+            match self
+                .store
+                .renew(&lease, self.request.ttl_ms, self.ns_config.tolerance_ms)
+                .await
+            {
+                Ok(renewed) => {
+                    shared.generator.extend(renewed.ceiling);
+                    shared.set(&renewed, State::Active);
+                    shared.emit(Event::Renewed {
+                        slot: renewed.slot,
+                        ceiling_ms: renewed.ceiling,
+                        expires_at_ms: renewed.expires_at,
+                    });
+                    self.check_skew(&shared, renewed.store_now);
+                    wait = period;
+                    backoff = MIN_BACKOFF;
+                }
+                Err(e @ (StoreError::LeaseLost { .. } | StoreError::Corrupt { .. })) => {
+                    // There is no switch to keep issuing on a lost lease: close first, then look for a new one.
+                    shared.generator.invalidate();
+                    shared.set_state(State::Reacquiring);
+                    shared.emit(Event::SlotLost {
+                        slot: lease.slot,
+                        reason: e.to_string(),
+                    });
+                    if !self.reacquire(&shared, &mut stop).await {
+                        return;
+                    }
+                    wait = period;
+                    backoff = MIN_BACKOFF;
+                }
+                Err(e) => {
+                    shared.set_state(State::Renewing);
+                    shared.emit(Event::RenewFailed {
+                        slot: lease.slot,
+                        error: e.to_string(),
+                        retry_in_ms: backoff.as_millis() as u64,
+                    });
+                    wait = backoff;
+                    backoff = (backoff * 2).min(self.ttl() / 6).max(MIN_BACKOFF);
+                }
+            }
+        }
+        self.release(&shared).await;
+    }
+
+    /// Acquires a new slot after a loss, until it succeeds or shutdown is asked. Returns false on shutdown.
+    async fn reacquire(&self, shared: &Shared, stop: &mut watch::Receiver<bool>) -> bool {
+        let mut backoff = MIN_BACKOFF;
+        loop {
+            tokio::select! {
+                r = self.acquire(self.ttl()) => match r {
+                    Ok(acquired) => {
+                        self.install(shared, &acquired);
+                        return true;
+                    }
+                    Err(e) => {
+                        shared.emit(Event::RenewFailed {
+                            slot: shared.current_lease().slot,
+                            error: e.to_string(),
+                            retry_in_ms: backoff.as_millis() as u64,
+                        });
+                    }
+                },
+                _ = stop.changed() => {
+                    shared.generator.seal();
+                    shared.set_state(State::Closed);
+                    return false;
+                }
+            }
+            tokio::select! {
+                _ = tokio::time::sleep(backoff) => {}
+                _ = stop.changed() => {
+                    shared.generator.seal();
+                    shared.set_state(State::Closed);
+                    return false;
+                }
+            }
+            backoff = (backoff * 2).min(self.ttl() / 6).max(MIN_BACKOFF);
+        }
+    }
+
+    /// Seals the generator, then releases the lease with the exact last timestamp.
+    async fn release(&self, shared: &Shared) {
+        let was_closed = shared.generator.is_closed();
+        let last = shared.generator.seal();
+        let lease = shared.current_lease();
+        shared.set_state(State::Closed);
+        if was_closed {
+            // Lost (or never bound): the lease is not ours to release.
+            return;
+        }
+        match tokio::time::timeout(self.ttl(), self.store.release(&lease, last)).await {
+            Ok(Ok(())) => shared.emit(Event::Released {
+                slot: lease.slot,
+                last_issued_ms: last,
+            }),
+            Ok(Err(e)) => {
+                tracing::warn!(error = %e, slot = lease.slot, "cosid: release failed; the slot frees itself at expiry")
+            }
+            Err(_) => tracing::warn!(
+                slot = lease.slot,
+                "cosid: release timed out; the slot frees itself at expiry"
+            ),
+        }
+    }
+}

@@ -1,0 +1,33 @@
+//! Lease-safe Snowflake ids: unique, time-ordered 64-bit ids for many processes, with no coordination on the hot
+//! path.
+//!
+//! Each [`Runtime`] leases an exclusive time window on a slot from a [store](store::LeaseStore), renews it in the
+//! background, and checks every id against the window before returning it. Uniqueness follows from the windows
+//! alone; clocks only decide availability. See `docs/design.md` for the invariants.
+//!
+//! ```
+//! let rt = cosid::Runtime::builder().store("memory:").build()?;
+//! let id = rt.next_id()?;
+//! println!("{id} = {}", rt.layout().to_friendly(id)?);
+//! # Ok::<(), cosid::Error>(())
+//! ```
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod clock;
+pub mod config;
+mod error;
+mod event;
+pub mod generator;
+pub mod id;
+mod keeper;
+pub mod lease;
+mod runtime;
+pub mod store;
+
+pub use config::Config;
+pub use error::{ConfigError, Error};
+pub use event::Event;
+pub use id::{Id, IdError, Layout, LayoutError, Parts, Tick};
+pub use keeper::{State, Status};
+pub use runtime::{Builder, Runtime};

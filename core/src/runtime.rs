@@ -1,0 +1,286 @@
+//! The runtime: one per process and namespace. It owns the store, the keeper's thread and the generator.
+
+use crate::config::Config;
+use crate::error::Error;
+use crate::event::Event;
+use crate::generator::Generator;
+use crate::id::{Id, Layout};
+use crate::keeper::{Keeper, Shared, Status};
+use crate::lease::{AcquireRequest, Namespace, NamespaceConfig, Owner};
+use crate::store::{self, LeaseStore, StoreUrl};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+use tokio::sync::watch;
+
+/// Issues lease-safe ids for one namespace, renewing its lease in the background.
+///
+/// `Runtime` is `Send + Sync`: share it (by reference or in an `Arc`) between any number of threads. Dropping it
+/// shuts it down, as [`shutdown`](Runtime::shutdown) does.
+///
+/// ```
+/// let rt = cosid::Runtime::builder().store("memory:").namespace("doc").build()?;
+/// let a = rt.next_id()?;
+/// let b = rt.next_id()?;
+/// assert!(b > a);
+/// let parts = rt.layout().decompose(a)?;
+/// assert_eq!(parts.slot, u64::from(rt.status().slot));
+/// # Ok::<(), cosid::Error>(())
+/// ```
+#[derive(Debug)]
+pub struct Runtime {
+    shared: Arc<Shared>,
+    keeper: Mutex<Option<KeeperThread>>,
+}
+
+#[derive(Debug)]
+struct KeeperThread {
+    stop: watch::Sender<bool>,
+    thread: JoinHandle<()>,
+}
+
+impl Runtime {
+    /// A builder on the default configuration (not the environment: see [`Builder::from_env`]).
+    pub fn builder() -> Builder {
+        Builder {
+            config: Config::default(),
+            store: None,
+        }
+    }
+
+    /// A runtime configured from the `COSID_*` environment variables.
+    pub fn from_env() -> Result<Runtime, Error> {
+        Builder::from_env()?.build()
+    }
+
+    /// Issues one id. Waits (bounded) when the sequence of the current tick is used up, when the host clock is
+    /// behind the window's floor or past its ceiling, or when the clock stepped back a little.
+    #[inline]
+    pub fn next_id(&self) -> Result<Id, Error> {
+        self.shared.generator.next_id()
+    }
+
+    /// Fills `out` with ids. On error, discard `out`.
+    pub fn fill(&self, out: &mut [Id]) -> Result<(), Error> {
+        self.shared.generator.fill(out)
+    }
+
+    /// `n` ids in a new vector.
+    pub fn next_ids(&self, n: usize) -> Result<Vec<Id>, Error> {
+        let mut v = vec![Id::from_u64(0); n];
+        self.fill(&mut v)?;
+        Ok(v)
+    }
+
+    /// The layout of this runtime's ids.
+    pub fn layout(&self) -> &Layout {
+        self.shared.generator.layout()
+    }
+
+    /// The slot, fence, window, expiry and state now.
+    pub fn status(&self) -> Status {
+        self.shared.status()
+    }
+
+    /// Calls `listener` with every later [`Event`], on the keeper's thread. A panicking listener is ignored.
+    pub fn subscribe(&self, listener: impl Fn(&Event) + Send + Sync + 'static) {
+        self.shared.subscribe(Arc::new(listener));
+    }
+
+    /// Ordered shutdown: seals the generator (no id is returned after this starts), releases the slot with the
+    /// exact last timestamp, and stops the keeper. Returns that timestamp. Later calls return `None`.
+    pub fn shutdown(&self) -> Option<u64> {
+        let keeper = self
+            .keeper
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()?;
+        let last = self.shared.generator.snapshot().last_issued_ms;
+        let _ = keeper.stop.send(true);
+        if keeper.thread.join().is_err() {
+            tracing::error!("cosid: the keeper thread panicked");
+        }
+        self.shared.generator.snapshot().last_issued_ms.or(last)
+    }
+
+    /// For a child process after `fork()`: closes this runtime without touching the store or the keeper's thread
+    /// (neither exists in the child), so no id is ever issued on the parent's lease. The parent keeps its lease.
+    pub fn abandon_after_fork(self) {
+        self.shared.generator.seal_forked();
+        // The keeper thread is the parent's; joining it here would wait forever.
+        if let Some(k) = self.keeper.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            std::mem::forget(k);
+        }
+        std::mem::forget(self);
+    }
+}
+
+impl Drop for Runtime {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+/// Configures and starts a [`Runtime`].
+#[derive(Debug)]
+pub struct Builder {
+    config: Config,
+    store: Option<Arc<dyn LeaseStore>>,
+}
+
+impl Builder {
+    /// A builder on the `COSID_*` environment variables.
+    pub fn from_env() -> Result<Builder, Error> {
+        Ok(Builder {
+            config: Config::from_env()?,
+            store: None,
+        })
+    }
+
+    /// A builder on `config`.
+    pub fn with_config(config: Config) -> Builder {
+        Builder {
+            config,
+            store: None,
+        }
+    }
+
+    /// The store URL (`sqlite:///path`, `memory:`, `redis://...`).
+    pub fn store(mut self, url: impl Into<String>) -> Self {
+        self.config.store = Some(url.into());
+        self
+    }
+
+    /// An already opened store (shared by several runtimes, or a test's).
+    pub fn store_instance(mut self, store: Arc<dyn LeaseStore>) -> Self {
+        self.store = Some(store);
+        self
+    }
+
+    /// The namespace name.
+    pub fn namespace(mut self, name: impl Into<String>) -> Self {
+        self.config.namespace = name.into();
+        self
+    }
+
+    /// The id layout.
+    pub fn layout(mut self, layout: Layout) -> Self {
+        self.config.layout = layout;
+        self
+    }
+
+    /// The lease length (default 30 s).
+    pub fn ttl(mut self, ttl: Duration) -> Self {
+        self.config.ttl = ttl;
+        self
+    }
+
+    /// How far past expiry a holder may issue (default 1 s).
+    pub fn tolerance(mut self, tolerance: Duration) -> Self {
+        self.config.tolerance = tolerance;
+        self
+    }
+
+    /// Slot bits of the namespace (default 10).
+    pub fn bits(mut self, bits: u8) -> Self {
+        self.config.bits = bits;
+        self
+    }
+
+    /// The owner key (default `host:pid`).
+    pub fn owner_key(mut self, key: impl Into<String>) -> Self {
+        self.config.owner_key = Some(key.into());
+        self
+    }
+
+    /// A slot to take if it is free.
+    pub fn preferred_slot(mut self, slot: u32) -> Self {
+        self.config.preferred_slot = Some(slot);
+        self
+    }
+
+    /// How long start-up retries (default: the ttl).
+    pub fn acquire_timeout(mut self, timeout: Duration) -> Self {
+        self.config.acquire_timeout = Some(timeout);
+        self
+    }
+
+    /// The clock (tests inject a manual one).
+    pub fn clock(mut self, clock: Arc<dyn crate::clock::Clock>) -> Self {
+        self.config.clock = clock;
+        self
+    }
+
+    /// How long id calls wait before they error.
+    pub fn waits(mut self, waits: crate::generator::Waits) -> Self {
+        self.config.waits = waits;
+        self
+    }
+
+    /// The configuration so far.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// Opens the store, acquires a slot (retrying for the acquire timeout), and starts the keeper.
+    pub fn build(self) -> Result<Runtime, Error> {
+        let config = self.config;
+        config.validate()?;
+        let namespace = Namespace::new(config.namespace.clone())?;
+        let tokio = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .thread_name("cosid-keeper")
+            .build()
+            .map_err(|e| {
+                Error::Store(crate::store::StoreError::Generic {
+                    store: "runtime",
+                    source: Box::new(e),
+                })
+            })?;
+        let store = match self.store {
+            Some(s) => s,
+            None => {
+                let url = match &config.store {
+                    Some(u) => StoreUrl::parse(u)?,
+                    None => StoreUrl::default_sqlite()?,
+                };
+                tokio.block_on(store::open(&url, config.clock.clone()))?
+            }
+        };
+        let keeper = Keeper {
+            store: store.clone(),
+            namespace,
+            ns_config: NamespaceConfig {
+                bits: config.bits,
+                tolerance_ms: config.tolerance.as_millis() as u64,
+            },
+            request: AcquireRequest {
+                owner: Owner::new(config.owner_key()),
+                ttl_ms: config.ttl.as_millis() as u64,
+                preferred_slot: config.preferred_slot,
+            },
+            clock: config.clock.clone(),
+        };
+        let acquired = tokio.block_on(keeper.acquire(config.acquire_timeout()))?;
+        let generator = Generator::new(config.layout, config.clock.clone(), config.waits);
+        let shared = Arc::new(Shared::new(generator, acquired.lease.clone(), store.kind()));
+        keeper.install(&shared, &acquired);
+        let (stop, stopped) = watch::channel(false);
+        let thread = {
+            let shared = shared.clone();
+            std::thread::Builder::new()
+                .name("cosid-keeper".into())
+                .spawn(move || tokio.block_on(keeper.run(shared, stopped)))
+                .map_err(|e| {
+                    Error::Store(crate::store::StoreError::Generic {
+                        store: "runtime",
+                        source: Box::new(e),
+                    })
+                })?
+        };
+        Ok(Runtime {
+            shared,
+            keeper: Mutex::new(Some(KeeperThread { stop, thread })),
+        })
+    }
+}

@@ -1,0 +1,171 @@
+//! Lease stores: where leases live. One trait, one implementation per store, each behind a cargo feature.
+//!
+//! Every operation is one atomic step in the store that applies the rules of [`crate::lease::protocol`].
+
+mod memory;
+#[cfg(feature = "sqlite")]
+mod sqlite;
+mod url;
+
+pub use self::url::{open, StoreUrl};
+pub use memory::MemoryStore;
+#[cfg(feature = "sqlite")]
+pub use sqlite::SqliteStore;
+
+use crate::lease::{
+    AcquireRequest, Acquired, Namespace, NamespaceConfig, NamespaceRecord, SlotLease, SlotRecord,
+};
+use std::fmt::Debug;
+
+/// A boxed error from a store's client library.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
+
+/// What went wrong in a store. `Unavailable` is worth retrying; the others are answers.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// The store could not be reached or did not answer: retry later.
+    #[error("{store} store is unavailable: {source}")]
+    Unavailable {
+        /// Which store.
+        store: &'static str,
+        /// The client's error.
+        #[source]
+        source: BoxError,
+    },
+    /// Every slot of the namespace is held.
+    #[error("namespace {namespace:?} is exhausted: all {slots} slots are held; the earliest lease expires at {earliest_expiry} (store time now {store_now})")]
+    Exhausted {
+        /// The namespace.
+        namespace: String,
+        /// How many slots it has.
+        slots: u64,
+        /// The earliest expiry among the holders (store ms).
+        earliest_expiry: u64,
+        /// The store's clock (ms).
+        store_now: u64,
+    },
+    /// The lease is no longer this holder's: its fence or incarnation no longer match.
+    #[error("lease on slot {slot} of namespace {namespace:?} is lost: {reason}")]
+    LeaseLost {
+        /// The namespace.
+        namespace: String,
+        /// The slot.
+        slot: u32,
+        /// What the store holds instead.
+        reason: String,
+    },
+    /// The namespace is recorded with other settings than this instance's.
+    #[error("namespace {namespace:?} is recorded with {field} = {stored}, but this instance is configured with {requested}")]
+    NamespaceMismatch {
+        /// The namespace.
+        namespace: String,
+        /// Which setting differs (`bits` or `tolerance_ms`).
+        field: &'static str,
+        /// The recorded value.
+        stored: u64,
+        /// This instance's value.
+        requested: u64,
+    },
+    /// A stored record breaks the protocol's invariants or cannot be decoded. Never read as "absent".
+    #[error("corrupt {store} record for {what}: {detail}")]
+    Corrupt {
+        /// Which store.
+        store: &'static str,
+        /// Which record.
+        what: String,
+        /// What is wrong with it.
+        detail: String,
+    },
+    /// A store URL that does not parse or names no store compiled in.
+    #[error("invalid store URL {url:?}: {reason}")]
+    InvalidUrl {
+        /// The URL as given.
+        url: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// Lowering a recorded `not_before` was refused.
+    #[error("namespace {namespace:?} already has not_before = {stored}; refusing to lower it to {requested}")]
+    NotBeforeLowered {
+        /// The namespace.
+        namespace: String,
+        /// The recorded value.
+        stored: u64,
+        /// The value asked for.
+        requested: u64,
+    },
+    /// Anything else the store reported.
+    #[error("{store} store: {source}")]
+    Generic {
+        /// Which store.
+        store: &'static str,
+        /// The client's error.
+        #[source]
+        source: BoxError,
+    },
+}
+
+impl StoreError {
+    /// Whether trying again later may succeed.
+    pub fn is_retryable(&self) -> bool {
+        matches!(self, StoreError::Unavailable { .. })
+    }
+}
+
+/// A store of slot leases.
+///
+/// Implementations must be linearizable and durable for the safety claim to hold (see `docs/stores.md`): a store
+/// that loses or rolls back a slot's `next_floor` can cause duplicates.
+#[async_trait::async_trait]
+pub trait LeaseStore: Send + Sync + Debug {
+    /// A short name for messages (`"sqlite"`, `"redis"`, ...).
+    fn kind(&self) -> &'static str;
+
+    /// Creates the schema if needed (`cosid init`). Stores that need none return `Ok`.
+    async fn init(&self) -> Result<(), StoreError> {
+        Ok(())
+    }
+
+    /// Checks (or records) the namespace settings, then chooses a slot and grants a lease, atomically.
+    async fn acquire(
+        &self,
+        namespace: &Namespace,
+        config: &NamespaceConfig,
+        request: &AcquireRequest,
+    ) -> Result<Acquired, StoreError>;
+
+    /// Extends `lease` if its incarnation and fence still match.
+    async fn renew(
+        &self,
+        lease: &SlotLease,
+        ttl_ms: u64,
+        tolerance_ms: u64,
+    ) -> Result<SlotLease, StoreError>;
+
+    /// Gives `lease` back, handing `last_issued` to the next holder.
+    async fn release(&self, lease: &SlotLease, last_issued: Option<u64>) -> Result<(), StoreError>;
+
+    /// The namespace record and every stored slot record (for `cosid leases`), with the store's clock.
+    async fn inspect(&self, namespace: &Namespace) -> Result<Inspection, StoreError>;
+
+    /// Raises the namespace's `not_before` (migration). Refuses to lower it. Creates the record with `config`
+    /// when the namespace is new.
+    async fn raise_not_before(
+        &self,
+        namespace: &Namespace,
+        config: &NamespaceConfig,
+        not_before: u64,
+    ) -> Result<NamespaceRecord, StoreError>;
+}
+
+/// A namespace as a store holds it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Inspection {
+    /// The namespace record, if the namespace was ever used.
+    pub namespace: Option<NamespaceRecord>,
+    /// Slot records, by slot number.
+    pub slots: Vec<SlotRecord>,
+    /// The store's clock (ms).
+    pub store_now: u64,
+}
