@@ -16,9 +16,10 @@ impl Layout {
     /// The friendly form of an id: the start of its tick as a UTC `yyyyMMddHHmmssSSS`, then `-slot-sequence` in
     /// decimal without padding.
     ///
-    /// Errors as [`Layout::decompose`] does for an id the layout did not make, and with
-    /// [`IdError::NotRepresentable`] for a timestamp past year 9999 (possible only with very wide custom
-    /// timestamp fields).
+    /// # Errors
+    ///
+    /// As [`Layout::decompose`] for an id the layout did not make; [`IdError::NotRepresentable`] for a timestamp
+    /// past year 9999 (possible only with very wide custom timestamp fields).
     ///
     /// ```
     /// use cosid::Layout;
@@ -55,6 +56,12 @@ impl Layout {
     /// timestamp that is a real date-time and starts a tick of this layout (for second ticks the milliseconds
     /// are `000`), then a slot and a sequence in canonical decimal (no sign, no leading zeros, `0` allowed),
     /// each within the layout's range. ASCII digits only; no whitespace.
+    ///
+    /// # Errors
+    ///
+    /// [`IdError::Empty`], [`IdError::WrongPartCount`], [`IdError::InvalidCharacter`], [`IdError::WrongLength`]
+    /// (timestamp not 17 digits), [`IdError::InvalidDate`], [`IdError::LeadingZero`], [`IdError::Overflow`],
+    /// [`IdError::TimestampOutOfRange`], [`IdError::NotTickBoundary`], [`IdError::OutOfRange`] (slot or sequence).
     ///
     /// ```
     /// use cosid::{IdError, Layout};
@@ -127,26 +134,17 @@ fn parse_timestamp(stamp: &str) -> Result<u64, IdError> {
         });
     }
     let b = stamp.as_bytes();
-    let num = |from: usize, to: usize| {
-        b[from..to]
-            .iter()
-            .fold(0u32, |acc, d| acc * 10 + u32::from(d - b'0'))
-    };
+    let digit = |i: usize| b[i] - b'0';
+    let two = |i: usize| digit(i) * 10 + digit(i + 1);
+    let year = i32::from(two(0)) * 100 + i32::from(two(2));
+    let milli = u16::from(digit(14)) * 100 + u16::from(two(15));
     let invalid = |e: time::error::ComponentRange| IdError::InvalidDate {
         found: stamp.to_owned(),
         component: e.name(),
     };
-    // The fields are at most 4 digits, so the narrowing casts below are exact.
-    let month = Month::try_from(num(4, 6) as u8).map_err(invalid)?;
-    let date =
-        Date::from_calendar_date(num(0, 4) as i32, month, num(6, 8) as u8).map_err(invalid)?;
-    let time = Time::from_hms_milli(
-        num(8, 10) as u8,
-        num(10, 12) as u8,
-        num(12, 14) as u8,
-        num(14, 17) as u16,
-    )
-    .map_err(invalid)?;
+    let month = Month::try_from(two(4)).map_err(invalid)?;
+    let date = Date::from_calendar_date(year, month, two(6)).map_err(invalid)?;
+    let time = Time::from_hms_milli(two(8), two(10), two(12), milli).map_err(invalid)?;
     let nanos = PrimitiveDateTime::new(date, time)
         .assume_utc()
         .unix_timestamp_nanos();

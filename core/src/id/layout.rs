@@ -23,6 +23,7 @@ impl Tick {
     /// assert_eq!(Tick::Second.millis(), 1000);
     /// ```
     #[inline]
+    #[must_use]
     pub const fn millis(self) -> u64 {
         match self {
             Tick::Millisecond => 1,
@@ -80,7 +81,7 @@ impl Default for Layout {
 }
 
 impl Layout {
-    /// The default epoch, 2019-12-24T16:00:00Z, in Unix milliseconds (CosId's).
+    /// The default epoch, 2019-12-24T16:00:00Z, in Unix milliseconds (the epoch of `CosId`).
     pub const DEFAULT_EPOCH_MS: u64 = 1_577_203_200_000;
     /// The widest a layout may be: 63 bits, keeping the sign bit 0.
     pub const MAX_TOTAL_BITS: u8 = 63;
@@ -95,6 +96,7 @@ impl Layout {
     /// assert_eq!((l.timestamp_bits(), l.slot_bits(), l.sequence_bits()), (41, 10, 12));
     /// assert_eq!(l.cap_per_second(), 4_096_000);
     /// ```
+    #[must_use]
     pub const fn millis() -> Layout {
         Layout {
             epoch_ms: Self::DEFAULT_EPOCH_MS,
@@ -107,6 +109,7 @@ impl Layout {
 
     /// A second-tick layout: 31 bits of second ticks (about 68 years), 10 bits of slot, 22 bits of sequence,
     /// same epoch as [`Layout::millis`].
+    #[must_use]
     pub const fn seconds() -> Layout {
         Layout {
             epoch_ms: Self::DEFAULT_EPOCH_MS,
@@ -125,6 +128,7 @@ impl Layout {
     /// let l = cosid::Layout::js_safe();
     /// assert_eq!(l.total_bits(), 53);
     /// ```
+    #[must_use]
     pub const fn js_safe() -> Layout {
         Layout {
             epoch_ms: Self::DEFAULT_EPOCH_MS,
@@ -137,7 +141,9 @@ impl Layout {
 
     /// Builds a custom layout and checks it.
     ///
-    /// Errors: a width of 0 ([`LayoutError::ZeroWidth`]), more than 63 bits in all ([`LayoutError::TooWide`]),
+    /// # Errors
+    ///
+    /// A width of 0 ([`LayoutError::ZeroWidth`]), more than 63 bits in all ([`LayoutError::TooWide`]),
     /// an epoch past [`Layout::MAX_UNIX_MS`] ([`LayoutError::EpochOutOfRange`]) or not on a tick boundary
     /// ([`LayoutError::EpochNotTickAligned`]), and a timestamp field whose last tick ends past
     /// [`Layout::MAX_UNIX_MS`] ([`LayoutError::SpanTooLong`]).
@@ -208,54 +214,63 @@ impl Layout {
 
     /// The epoch: Unix milliseconds at the start of tick 0.
     #[inline]
+    #[must_use]
     pub const fn epoch_ms(&self) -> u64 {
         self.epoch_ms
     }
 
     /// The tick length.
     #[inline]
+    #[must_use]
     pub const fn tick(&self) -> Tick {
         self.tick
     }
 
     /// Width of the timestamp field in bits.
     #[inline]
+    #[must_use]
     pub const fn timestamp_bits(&self) -> u8 {
         self.timestamp_bits
     }
 
     /// Width of the slot field in bits.
     #[inline]
+    #[must_use]
     pub const fn slot_bits(&self) -> u8 {
         self.slot_bits
     }
 
     /// Width of the sequence field in bits.
     #[inline]
+    #[must_use]
     pub const fn sequence_bits(&self) -> u8 {
         self.sequence_bits
     }
 
     /// Width of the whole id in bits (at most 63): every id of the layout is below `2^total_bits`.
     #[inline]
+    #[must_use]
     pub const fn total_bits(&self) -> u8 {
         self.timestamp_bits + self.slot_bits + self.sequence_bits
     }
 
     /// The largest slot: `2^slot_bits - 1`.
     #[inline]
+    #[must_use]
     pub const fn max_slot(&self) -> u64 {
         mask(self.slot_bits)
     }
 
     /// The largest sequence number: `2^sequence_bits - 1`.
     #[inline]
+    #[must_use]
     pub const fn max_sequence(&self) -> u64 {
         mask(self.sequence_bits)
     }
 
     /// The largest tick: `2^timestamp_bits - 1`.
     #[inline]
+    #[must_use]
     pub const fn max_tick(&self) -> u64 {
         mask(self.timestamp_bits)
     }
@@ -267,6 +282,7 @@ impl Layout {
     /// assert_eq!(cosid::Layout::millis().cap_per_second(), 4_096_000);
     /// assert_eq!(cosid::Layout::seconds().cap_per_second(), 4_194_304);
     /// ```
+    #[must_use]
     pub fn cap_per_second(&self) -> u64 {
         (self.max_sequence() + 1).saturating_mul(1000 / self.tick.millis())
     }
@@ -280,6 +296,7 @@ impl Layout {
     /// assert_eq!(l.tick_at(l.epoch_ms() - 1), None);
     /// ```
     #[inline]
+    #[must_use]
     pub fn tick_at(&self, unix_ms: u64) -> Option<u64> {
         let since = unix_ms.checked_sub(self.epoch_ms)?;
         // Division by the constant 1000 compiles to a multiply; the millisecond case needs none.
@@ -296,6 +313,7 @@ impl Layout {
 
     /// First Unix millisecond of `tick`. Exact for `tick <= max_tick()`; larger ticks saturate at `u64::MAX`.
     #[inline]
+    #[must_use]
     pub fn tick_start_ms(&self, tick: u64) -> u64 {
         tick.saturating_mul(self.tick.millis())
             .saturating_add(self.epoch_ms)
@@ -304,6 +322,7 @@ impl Layout {
     /// Last Unix millisecond of `tick` (`tick_start_ms(tick) + tick.millis() - 1`). Exact for
     /// `tick <= max_tick()`; larger ticks saturate at `u64::MAX`.
     #[inline]
+    #[must_use]
     pub fn tick_end_ms(&self, tick: u64) -> u64 {
         self.tick_start_ms(tick)
             .saturating_add(self.tick.millis() - 1)
@@ -311,7 +330,9 @@ impl Layout {
 
     /// Builds an id from its fields, checking each against the layout.
     ///
-    /// Errors with [`IdError::OutOfRange`] naming the field if `tick > max_tick()`, `slot > max_slot()` or
+    /// # Errors
+    ///
+    /// [`IdError::OutOfRange`] naming the field if `tick > max_tick()`, `slot > max_slot()` or
     /// `sequence > max_sequence()`.
     ///
     /// ```
@@ -340,6 +361,7 @@ impl Layout {
     /// debug builds assert it. Out-of-range fields give a wrong id (bits spill into the next field), never
     /// undefined behaviour.
     #[inline]
+    #[must_use]
     pub fn compose_unchecked(&self, tick: u64, slot: u64, sequence: u64) -> Id {
         debug_assert!(tick <= self.max_tick(), "tick out of range");
         debug_assert!(slot <= self.max_slot(), "slot out of range");
@@ -353,8 +375,10 @@ impl Layout {
 
     /// Splits an id into its fields.
     ///
-    /// Errors with [`IdError::SignBitSet`] if bit 63 is set and [`IdError::BeyondLayout`] if any bit at or
-    /// above `total_bits()` is set: such a value was not made by this layout.
+    /// # Errors
+    ///
+    /// [`IdError::SignBitSet`] if bit 63 is set and [`IdError::BeyondLayout`] if any bit at or above
+    /// `total_bits()` is set: such a value was not made by this layout.
     ///
     /// ```
     /// use cosid::{Id, Layout};

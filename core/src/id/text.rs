@@ -34,12 +34,14 @@ const DECIMAL_EXPECTED: &str = "an ASCII digit 0-9";
 impl Id {
     /// The id with integer value `v`.
     #[inline]
+    #[must_use]
     pub const fn from_u64(v: u64) -> Id {
         Id(v)
     }
 
     /// The integer value of the id.
     #[inline]
+    #[must_use]
     pub const fn as_u64(self) -> u64 {
         self.0
     }
@@ -54,6 +56,7 @@ impl Id {
     /// assert_eq!(Id::from_base62("0000000000z")?, Id::from_u64(61));
     /// # Ok::<(), cosid::IdError>(())
     /// ```
+    #[must_use]
     pub fn to_base62(self) -> String {
         let mut out = [0u8; BASE62_LEN];
         self.write_base62(&mut out);
@@ -72,7 +75,9 @@ impl Id {
 
     /// Reads the base-62 form: exactly 11 characters of `0-9A-Za-z`, at most `LygHa16AHYF` (`u64::MAX`).
     ///
-    /// Errors: [`IdError::Empty`], [`IdError::InvalidCharacter`] (anything outside the alphabet, checked first),
+    /// # Errors
+    ///
+    /// [`IdError::Empty`], [`IdError::InvalidCharacter`] (anything outside the alphabet, checked first),
     /// [`IdError::WrongLength`], [`IdError::Overflow`].
     ///
     /// ```
@@ -124,7 +129,9 @@ impl Id {
     /// Reads the canonical decimal form, as [`Display`](fmt::Display) writes it: ASCII digits only, no sign, no
     /// whitespace, no leading zeros (`"0"` itself is fine), at most `18446744073709551615`.
     ///
-    /// Errors: [`IdError::Empty`], [`IdError::InvalidCharacter`] (a sign, a space, `'٣'`, ...: checked first),
+    /// # Errors
+    ///
+    /// [`IdError::Empty`], [`IdError::InvalidCharacter`] (a sign, a space, `'٣'`, ...: checked first),
     /// [`IdError::LeadingZero`], [`IdError::Overflow`].
     ///
     /// ```
