@@ -13,7 +13,8 @@ pub trait Clock: Send + Sync + Debug {
     /// Milliseconds since the Unix epoch.
     fn now_ms(&self) -> u64;
 
-    /// Waits for about `d`. A manual clock advances itself instead, so tests never wait for real.
+    /// Waits for about `d` (zero: a brief pause before reading the clock again). A manual clock advances itself
+    /// instead, so tests never wait for real.
     fn sleep(&self, d: Duration) {
         std::thread::sleep(d);
     }
@@ -41,6 +42,15 @@ impl Clock for SystemClock {
     #[inline]
     fn now_ms(&self) -> u64 {
         fast::now_ms()
+    }
+
+    /// Sleeps for `d`; a zero duration spins once, for the sub-millisecond wait for the next tick.
+    fn sleep(&self, d: Duration) {
+        if d.is_zero() {
+            std::hint::spin_loop();
+        } else {
+            std::thread::sleep(d);
+        }
     }
 }
 
