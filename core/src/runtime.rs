@@ -5,7 +5,7 @@ use crate::error::Error;
 use crate::event::Event;
 use crate::generator::Generator;
 use crate::id::{Id, Layout};
-use crate::keeper::{Keeper, Shared, Status};
+use crate::keeper::{Keeper, Listener, Shared, Status};
 use crate::lease::{AcquireRequest, Namespace, NamespaceConfig, Owner};
 use crate::store::{self, LeaseStore, StoreUrl};
 use std::sync::{Arc, Mutex};
@@ -45,6 +45,7 @@ impl Runtime {
         Builder {
             config: Config::default(),
             store: None,
+            listeners: Listeners::default(),
         }
     }
 
@@ -126,6 +127,17 @@ impl Drop for Runtime {
 pub struct Builder {
     config: Config,
     store: Option<Arc<dyn LeaseStore>>,
+    listeners: Listeners,
+}
+
+/// Listeners given to the builder: subscribed before the first lease is installed, so they see its events.
+#[derive(Default)]
+struct Listeners(Vec<Listener>);
+
+impl std::fmt::Debug for Listeners {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} listener(s)", self.0.len())
+    }
 }
 
 impl Builder {
@@ -134,6 +146,7 @@ impl Builder {
         Ok(Builder {
             config: Config::from_env()?,
             store: None,
+            listeners: Listeners::default(),
         })
     }
 
@@ -142,6 +155,7 @@ impl Builder {
         Builder {
             config,
             store: None,
+            listeners: Listeners::default(),
         }
     }
 
@@ -217,6 +231,13 @@ impl Builder {
         self
     }
 
+    /// Calls `listener` with every [`Event`] from the start: unlike [`Runtime::subscribe`], it also sees the
+    /// first `Acquired`, and a `DuplicateOwnerKey` or `ClockSkew` found at start-up.
+    pub fn subscribe(mut self, listener: impl Fn(&Event) + Send + Sync + 'static) -> Self {
+        self.listeners.0.push(Arc::new(listener));
+        self
+    }
+
     /// The configuration so far.
     pub fn config(&self) -> &Config {
         &self.config
@@ -264,6 +285,9 @@ impl Builder {
         let acquired = tokio.block_on(keeper.acquire(config.acquire_timeout()))?;
         let generator = Generator::new(config.layout, config.clock.clone(), config.waits);
         let shared = Arc::new(Shared::new(generator, acquired.lease.clone(), store.kind()));
+        for listener in self.listeners.0 {
+            shared.subscribe(listener);
+        }
         keeper.install(&shared, &acquired);
         let (stop, stopped) = watch::channel(false);
         let thread = {
