@@ -99,7 +99,7 @@ impl Generator {
             clock,
             waits,
             word: AtomicU64::new(CLOSED),
-            lo: AtomicU64::new(0),
+            lo: AtomicU64::new(1),
             hi_end: AtomicU64::new(0),
             floor_ms: AtomicU64::new(0),
             ceiling_ms: AtomicU64::new(0),
@@ -115,6 +115,17 @@ impl Generator {
     /// Issues one id.
     #[inline]
     pub fn next_id(&self) -> Result<Id, Error> {
+        match self.try_next_id() {
+            Some(id) => Ok(id),
+            None => self.next_id_slow(),
+        }
+    }
+
+    /// Issues one id if that needs neither a wait nor an error: the fast path of [`next_id`](Self::next_id)
+    /// alone. `None` means "call `next_id`", which may wait or fail. Bindings use it to release a lock (Python's
+    /// GIL) only around calls that may wait.
+    #[inline]
+    pub fn try_next_id(&self) -> Option<Id> {
         let w = self.word.load(Ordering::Acquire);
         if w & CLOSED == 0 {
             let now_tick = self.tick_of(self.clock.now_ms());
@@ -135,10 +146,10 @@ impl Generator {
                     .compare_exchange(w, next, Ordering::AcqRel, Ordering::Relaxed)
                     .is_ok()
             {
-                return Ok(Id::from_u64(next));
+                return Some(Id::from_u64(next));
             }
         }
-        self.next_id_slow()
+        None
     }
 
     /// Fills `out` with ids, reserving as many as a tick allows in one step. On error, `out` may be partly
@@ -382,10 +393,14 @@ impl Generator {
 
     /// `[lo, hi_end)` in ticks: tick `T` is allowed iff its first ms is above the floor and its last ms is at most
     /// the ceiling.
+    ///
+    /// `lo` is at least 1, even for a floor below the epoch (a slot never used has floor 0): a fresh binding's word
+    /// holds tick `lo - 1`, which must lie below `lo` to read as "nothing issued" (else a runtime that issued nothing
+    /// reports the epoch as its last timestamp). Only the epoch's own first tick is lost.
     fn ticks_of(&self, window: Window) -> (u64, u64) {
         let lo = match window.floor_ms.checked_sub(self.epoch_ms) {
             Some(d) => d / self.tick_ms + 1,
-            None => 0,
+            None => 1,
         };
         (lo, self.hi_end_of(window.ceiling_ms))
     }

@@ -61,6 +61,24 @@ impl Runtime {
         self.shared.generator.next_id()
     }
 
+    /// Issues one id if that needs neither a wait nor an error; `None` means "call
+    /// [`next_id`](Self::next_id)", which may wait or return the error. For bindings that release a lock (Python's
+    /// GIL) only around calls that may wait.
+    ///
+    /// ```
+    /// let rt = cosid::Runtime::builder().store("memory:").namespace("doc-try").build()?;
+    /// let id = match rt.try_next_id() {
+    ///     Some(id) => id,
+    ///     None => rt.next_id()?, // may wait: release your lock around this call
+    /// };
+    /// assert_eq!(rt.layout().decompose(id)?.slot, u64::from(rt.status().slot));
+    /// # Ok::<(), cosid::Error>(())
+    /// ```
+    #[inline]
+    pub fn try_next_id(&self) -> Option<Id> {
+        self.shared.generator.try_next_id()
+    }
+
     /// Fills `out` with ids. On error, discard `out`.
     pub fn fill(&self, out: &mut [Id]) -> Result<(), Error> {
         self.shared.generator.fill(out)
