@@ -1,0 +1,60 @@
+//! `cosid init`: create the store's schema.
+
+use super::{namespace, OpenStore};
+use crate::failure::Failure;
+use cosid::store::StoreUrl;
+use cosid::Config;
+use std::io::Write;
+
+/// Opens the store, creates its schema, and says what it found and did.
+pub fn run(config: &Config) -> Result<(), Failure> {
+    let ns = namespace(config)?;
+    // Opening an SQLite store creates its file: look before.
+    let file_existed = settings_path(config)?.map(|path| path.exists());
+    let open = OpenStore::open(config)?;
+    open.call(open.store.init())?;
+    let seen = open.call(open.store.inspect(&ns))?;
+    let mut out = std::io::stdout().lock();
+    let kind = open.store.kind();
+    match (&open.url, file_existed) {
+        (StoreUrl::Sqlite(path), Some(false)) => writeln!(
+            out,
+            "created the {kind} database {} and its schema",
+            path.display()
+        )?,
+        (StoreUrl::Sqlite(path), _) => writeln!(
+            out,
+            "{kind} database {} exists; its schema is in place (missing tables were created)",
+            path.display()
+        )?,
+        (StoreUrl::Memory, _) => writeln!(
+            out,
+            "the memory store needs no schema; it lives only as long as one process"
+        )?,
+        _ => writeln!(out, "{kind} store {}: schema in place", open.shown)?,
+    }
+    match seen.namespace {
+        None => writeln!(
+            out,
+            "namespace {:?} has no record yet: the first runtime records its bits and tolerance",
+            ns.as_str()
+        )?,
+        Some(r) => writeln!(
+            out,
+            "namespace {:?} is recorded with bits {}, tolerance {} ms, not_before {}; {} slot records",
+            ns.as_str(),
+            r.bits,
+            r.tolerance_ms,
+            r.not_before,
+            seen.slots.len()
+        )?,
+    }
+    Ok(())
+}
+
+fn settings_path(config: &Config) -> Result<Option<std::path::PathBuf>, Failure> {
+    Ok(match crate::settings::store_url(config)?.0 {
+        StoreUrl::Sqlite(path) => Some(path),
+        _ => None,
+    })
+}

@@ -1,0 +1,68 @@
+//! What a command can fail with, and the exit status it maps to.
+
+use std::fmt;
+use std::process::ExitCode;
+
+/// A failed command: printed as `cosid: error: [CODE] message`.
+#[derive(Debug)]
+pub struct Failure {
+    code: &'static str,
+    message: String,
+    usage: bool,
+}
+
+impl Failure {
+    /// Bad input or settings: exit status 2.
+    pub fn usage(code: &'static str, message: impl Into<String>) -> Self {
+        Self {
+            code,
+            message: message.into(),
+            usage: true,
+        }
+    }
+
+    /// The store or the runtime failed: exit status 1.
+    pub fn runtime(code: &'static str, message: impl Into<String>) -> Self {
+        Self {
+            code,
+            message: message.into(),
+            usage: false,
+        }
+    }
+
+    /// The same failure with `(context)` after its message.
+    pub fn context(mut self, context: &str) -> Self {
+        self.message = format!("{} ({context})", self.message);
+        self
+    }
+
+    /// 2 for usage and configuration errors, 1 for everything else.
+    pub fn exit_code(&self) -> ExitCode {
+        ExitCode::from(if self.usage { 2 } else { 1 })
+    }
+}
+
+impl fmt::Display for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "[{}] {}", self.code, self.message)
+    }
+}
+
+impl From<cosid::Error> for Failure {
+    fn from(e: cosid::Error) -> Self {
+        let code = e.code();
+        // Settings, layouts and ids are the caller's input; everything else is the store or the runtime.
+        let usage = matches!(code, "CONFIG" | "LAYOUT" | "INVALID_ID");
+        Self {
+            code,
+            message: e.to_string(),
+            usage,
+        }
+    }
+}
+
+impl From<std::io::Error> for Failure {
+    fn from(e: std::io::Error) -> Self {
+        Self::runtime("IO", format!("writing the output failed: {e}"))
+    }
+}
