@@ -67,7 +67,10 @@ pub const ENV_VARS: &[(&str, &str)] = &[
     ),
     ("COSID_BITS", "slot bits of the namespace (default 10)"),
     ("COSID_OWNER_KEY", "owner key (default host:pid)"),
-    ("COSID_PREFERRED_SLOT", "slot to take if free"),
+    (
+        "COSID_PREFERRED_SLOT",
+        "slot to take if free, or `ordinal` for the StatefulSet ordinal in HOSTNAME",
+    ),
     (
         "COSID_ACQUIRE_TIMEOUT",
         "how long start-up retries (default: the ttl)",
@@ -113,7 +116,15 @@ impl Config {
             self.owner_key = Some(v);
         }
         if let Some(v) = get("COSID_PREFERRED_SLOT") {
-            self.preferred_slot = Some(parse_number("COSID_PREFERRED_SLOT", &v)?);
+            self.preferred_slot = Some(if v == "ordinal" {
+                // A StatefulSet pod's ordinal, from the end of its host name.
+                let host = var("HOSTNAME")
+                    .filter(|h| !h.is_empty())
+                    .unwrap_or_else(crate::static_slot::hostname);
+                crate::static_slot::ordinal_of(&host)?
+            } else {
+                parse_number("COSID_PREFERRED_SLOT", &v)?
+            });
         }
         if let Some(v) = get("COSID_ACQUIRE_TIMEOUT") {
             self.acquire_timeout = Some(parse_duration("COSID_ACQUIRE_TIMEOUT", &v)?);

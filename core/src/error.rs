@@ -64,6 +64,14 @@ pub enum Error {
     /// A namespace name is invalid.
     #[error(transparent)]
     Namespace(#[from] NamespaceError),
+    /// A static slot's state file is locked by another process, corrupt, or cannot be written.
+    #[error("state file {path:?}: {detail}")]
+    StateFile {
+        /// The state file.
+        path: std::path::PathBuf,
+        /// What is wrong.
+        detail: String,
+    },
 }
 
 impl Error {
@@ -87,6 +95,7 @@ impl Error {
             Error::Config(_) | Error::Namespace(_) => "CONFIG",
             Error::Layout(_) => "LAYOUT",
             Error::Id(_) => "INVALID_ID",
+            Error::StateFile { .. } => "STATE_FILE",
         }
     }
 }

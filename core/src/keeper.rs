@@ -125,11 +125,11 @@ impl Shared {
         }
     }
 
-    fn set(&self, lease: &SlotLease, state: State) {
+    pub(crate) fn set(&self, lease: &SlotLease, state: State) {
         *lock(&self.lease) = (lease.clone(), state);
     }
 
-    fn set_state(&self, state: State) {
+    pub(crate) fn set_state(&self, state: State) {
         lock(&self.lease).1 = state;
     }
 

@@ -22,7 +22,9 @@ pub mod generator;
 pub mod id;
 mod keeper;
 pub mod lease;
+pub mod migrate;
 mod runtime;
+pub mod static_slot;
 pub mod store;
 
 pub use config::Config;

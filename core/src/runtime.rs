@@ -1,13 +1,17 @@
 //! The runtime: one per process and namespace. It owns the store, the keeper's thread and the generator.
 
 use crate::config::Config;
+use crate::error::ConfigError;
 use crate::error::Error;
 use crate::event::Event;
 use crate::generator::Generator;
 use crate::id::{Id, Layout};
 use crate::keeper::{Keeper, Listener, Shared, Status};
 use crate::lease::{AcquireRequest, Namespace, NamespaceConfig, Owner};
+use crate::static_slot::{self, StaticKeeper, StaticSpec};
 use crate::store::{self, LeaseStore, StoreUrl};
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -32,6 +36,9 @@ pub struct Runtime {
     shared: Arc<Shared>,
     keeper: Mutex<Option<KeeperThread>>,
 }
+
+/// The keeper's loop, lease or static, run on its own thread.
+type KeeperTask = Pin<Box<dyn Future<Output = ()> + Send>>;
 
 #[derive(Debug)]
 struct KeeperThread {
@@ -276,50 +283,87 @@ impl Builder {
                     source: Box::new(e),
                 })
             })?;
-        let store = match self.store {
-            Some(s) => s,
-            None => {
-                let url = match &config.store {
-                    Some(u) => StoreUrl::parse(u)?,
-                    None => StoreUrl::default_sqlite()?,
-                };
-                tokio.block_on(store::open(&url, config.clock.clone()))?
-            }
-        };
-        let keeper = Keeper {
-            store: store.clone(),
-            namespace,
-            ns_config: NamespaceConfig {
-                bits: config.bits,
-                tolerance_ms: config.tolerance.as_millis() as u64,
-            },
-            request: AcquireRequest {
-                owner: Owner::new(config.owner_key()),
-                ttl_ms: config.ttl.as_millis() as u64,
-                preferred_slot: config.preferred_slot,
-            },
-            clock: config.clock.clone(),
-        };
-        let acquired = tokio.block_on(keeper.acquire(config.acquire_timeout()))?;
+        let owner = Owner::new(config.owner_key());
         let generator = Generator::new(config.layout, config.clock.clone(), config.waits);
-        let shared = Arc::new(Shared::new(generator, acquired.lease.clone(), store.kind()));
-        for listener in self.listeners.0 {
-            shared.subscribe(listener);
-        }
-        keeper.install(&shared, &acquired);
         let (stop, stopped) = watch::channel(false);
-        let thread = {
-            let shared = shared.clone();
-            std::thread::Builder::new()
-                .name("cosid-keeper".into())
-                .spawn(move || tokio.block_on(keeper.run(shared, stopped)))
-                .map_err(|e| {
-                    Error::Store(crate::store::StoreError::Generic {
-                        store: "runtime",
-                        source: Box::new(e),
-                    })
-                })?
+        let static_spec = match (&self.store, &config.store) {
+            (None, Some(url)) => StaticSpec::parse(url, &static_slot::hostname()).transpose()?,
+            _ => None,
         };
+        let (shared, task): (Arc<Shared>, KeeperTask) = if let Some(spec) = static_spec {
+            if u64::from(spec.slot) >= 1u64 << config.bits {
+                return Err(ConfigError::new(
+                    "slot",
+                    spec.slot.to_string(),
+                    format!("a slot below 2^bits = {}", 1u64 << config.bits),
+                )
+                .into());
+            }
+            let kind = if spec.manual { "manual" } else { "static" };
+            let (keeper, lease) = StaticKeeper::start(
+                spec,
+                namespace,
+                owner,
+                config.clock.clone(),
+                config.acquire_timeout(),
+            )?;
+            let shared = Arc::new(Shared::new(generator, lease.clone(), kind));
+            for listener in self.listeners.0 {
+                shared.subscribe(listener);
+            }
+            shared.generator.bind(StaticKeeper::window(&lease));
+            shared.emit(Event::Acquired {
+                slot: lease.slot,
+                fence: lease.fence,
+                floor_ms: lease.floor,
+                ceiling_ms: lease.ceiling,
+                expires_at_ms: lease.expires_at,
+            });
+            let task = Box::pin(keeper.run(shared.clone(), stopped));
+            (shared, task)
+        } else {
+            let store = match self.store {
+                Some(s) => s,
+                None => {
+                    let url = match &config.store {
+                        Some(u) => StoreUrl::parse(u)?,
+                        None => StoreUrl::default_sqlite()?,
+                    };
+                    tokio.block_on(store::open(&url, config.clock.clone()))?
+                }
+            };
+            let keeper = Keeper {
+                store: store.clone(),
+                namespace,
+                ns_config: NamespaceConfig {
+                    bits: config.bits,
+                    tolerance_ms: config.tolerance.as_millis() as u64,
+                },
+                request: AcquireRequest {
+                    owner,
+                    ttl_ms: config.ttl.as_millis() as u64,
+                    preferred_slot: config.preferred_slot,
+                },
+                clock: config.clock.clone(),
+            };
+            let acquired = tokio.block_on(keeper.acquire(config.acquire_timeout()))?;
+            let shared = Arc::new(Shared::new(generator, acquired.lease.clone(), store.kind()));
+            for listener in self.listeners.0 {
+                shared.subscribe(listener);
+            }
+            keeper.install(&shared, &acquired);
+            let task = Box::pin(keeper.run(shared.clone(), stopped));
+            (shared, task)
+        };
+        let thread = std::thread::Builder::new()
+            .name("cosid-keeper".into())
+            .spawn(move || tokio.block_on(task))
+            .map_err(|e| {
+                Error::Store(crate::store::StoreError::Generic {
+                    store: "runtime",
+                    source: Box::new(e),
+                })
+            })?;
         Ok(Runtime {
             shared,
             keeper: Mutex::new(Some(KeeperThread { stop, thread })),

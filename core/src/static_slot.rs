@@ -1,0 +1,507 @@
+//! Slots without a store (DESIGN §5): a slot the deployment guarantees, kept safe across restarts by a state file.
+//!
+//! - `static:3?state_file=/var/lib/cosid/state&ahead=10s`: slot 3. Before the first id the runtime writes
+//!   `ceiling = now + ahead` to the state file durably (write a temporary file, fsync, rename, fsync the folder), and
+//!   never issues past the durable ceiling; when less than `ahead/2` remains, the keeper thread writes the next one.
+//!   On restart `floor = max(ceiling in the file, not_before)`. A lock on `<state_file>.lock` stops a second process.
+//! - `static:ordinal?...`: the slot is the ordinal at the end of `HOSTNAME` (`order-service-3` gives 3).
+//! - `manual:3`: a fixed slot and nothing else; nothing protects it (for one instance, or tests).
+//!
+//! Without a state file a clock set back across a restart can repeat ids: the runtime warns loudly.
+
+use crate::clock::Clock;
+use crate::error::{ConfigError, Error};
+use crate::event::Event;
+use crate::generator::Window;
+use crate::keeper::{Shared, State};
+use crate::lease::{Namespace, Owner, SlotLease};
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::watch;
+
+/// Default time a static holder writes ahead of its clock.
+pub const DEFAULT_AHEAD: Duration = Duration::from_secs(10);
+
+/// A parsed `static:` or `manual:` store URL.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StaticSpec {
+    /// The slot.
+    pub slot: u32,
+    /// The state file, if any (`static:` only).
+    pub state_file: Option<PathBuf>,
+    /// How far ahead of the clock the durable ceiling is written.
+    pub ahead: Duration,
+    /// Whether this is the unprotected `manual:` mode.
+    pub manual: bool,
+}
+
+impl StaticSpec {
+    /// Parses `static:SLOT[?state_file=PATH&ahead=DURATION]` or `manual:SLOT`; `SLOT` may be `ordinal`, read
+    /// from `hostname`. Returns `None` for any other scheme.
+    pub fn parse(url: &str, hostname: &str) -> Option<Result<StaticSpec, ConfigError>> {
+        let (manual, rest) = if let Some(r) = url.strip_prefix("static:") {
+            (false, r)
+        } else if let Some(r) = url.strip_prefix("manual:") {
+            (true, r)
+        } else {
+            return None;
+        };
+        Some(Self::parse_rest(url, manual, rest, hostname))
+    }
+
+    fn parse_rest(
+        url: &str,
+        manual: bool,
+        rest: &str,
+        hostname: &str,
+    ) -> Result<StaticSpec, ConfigError> {
+        let bad = |expected: &str| ConfigError::new("COSID_STORE", url, expected);
+        let (slot, query) = rest.split_once('?').unwrap_or((rest, ""));
+        let slot = match slot {
+            "ordinal" => ordinal_of(hostname)?,
+            s => s
+                .parse::<u32>()
+                .ok()
+                .filter(|_| !s.starts_with('+') && (s == "0" || !s.starts_with('0')))
+                .ok_or_else(|| bad("a slot number or `ordinal` after the scheme, e.g. static:3"))?,
+        };
+        let mut spec = StaticSpec {
+            slot,
+            state_file: None,
+            ahead: DEFAULT_AHEAD,
+            manual,
+        };
+        for pair in query.split('&').filter(|p| !p.is_empty()) {
+            let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+            match (k, manual) {
+                ("state_file", false) if !v.is_empty() => spec.state_file = Some(PathBuf::from(v)),
+                ("ahead", false) => {
+                    spec.ahead = crate::config::parse_duration("ahead", v)?;
+                    if spec.ahead < Duration::from_millis(100) {
+                        return Err(ConfigError::new("ahead", v, "at least 100ms"));
+                    }
+                }
+                _ => {
+                    return Err(bad(
+                        "static: takes state_file=PATH and ahead=DURATION; manual: takes nothing",
+                    ))
+                }
+            }
+        }
+        Ok(spec)
+    }
+}
+
+/// The StatefulSet ordinal at the end of a host name: `order-service-3` gives 3.
+pub fn ordinal_of(hostname: &str) -> Result<u32, ConfigError> {
+    let digits = hostname
+        .rsplit_once('-')
+        .map(|(_, d)| d)
+        .filter(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
+        .ok_or_else(|| {
+            ConfigError::new(
+                "HOSTNAME",
+                hostname,
+                "a StatefulSet pod name ending in -<ordinal>, like order-service-3",
+            )
+        })?;
+    if digits.len() > 1 && digits.starts_with('0') {
+        return Err(ConfigError::new(
+            "HOSTNAME",
+            hostname,
+            "an ordinal without leading zeros",
+        ));
+    }
+    digits
+        .parse()
+        .map_err(|_| ConfigError::new("HOSTNAME", hostname, "an ordinal below 2^32"))
+}
+
+/// This host's name: `HOSTNAME` if set, else the system's.
+pub fn hostname() -> String {
+    std::env::var("HOSTNAME")
+        .ok()
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| gethostname::gethostname().to_string_lossy().into_owned())
+}
+
+/// The state file's content.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StateRecord {
+    /// The slot it was written for.
+    pub slot: u32,
+    /// The durable ceiling: no id was issued past it.
+    pub ceiling_ms: u64,
+}
+
+const MAGIC: &str = "cosid-state 1";
+
+impl StateRecord {
+    fn encode(&self) -> String {
+        let body = format!("{MAGIC} slot={} ceiling={}", self.slot, self.ceiling_ms);
+        format!("{body} crc32={:08x}\n", crc32fast::hash(body.as_bytes()))
+    }
+
+    fn decode(path: &Path, text: &str) -> Result<StateRecord, Error> {
+        let corrupt = |detail: &str| Error::StateFile {
+            path: path.to_owned(),
+            detail: format!("corrupt or truncated ({detail}); refusing to guess a floor"),
+        };
+        let line = text
+            .strip_suffix('\n')
+            .ok_or_else(|| corrupt("no final newline"))?;
+        let (body, crc) = line
+            .rsplit_once(" crc32=")
+            .ok_or_else(|| corrupt("no checksum"))?;
+        if format!("{:08x}", crc32fast::hash(body.as_bytes())) != crc {
+            return Err(corrupt("checksum mismatch"));
+        }
+        let rest = body
+            .strip_prefix(MAGIC)
+            .ok_or_else(|| corrupt("unknown header"))?;
+        let mut slot = None;
+        let mut ceiling = None;
+        for field in rest.split_whitespace() {
+            match field.split_once('=') {
+                Some(("slot", v)) => slot = v.parse().ok(),
+                Some(("ceiling", v)) => ceiling = v.parse().ok(),
+                _ => return Err(corrupt("unknown field")),
+            }
+        }
+        match (slot, ceiling) {
+            (Some(slot), Some(ceiling_ms)) => Ok(StateRecord { slot, ceiling_ms }),
+            _ => Err(corrupt("missing slot or ceiling")),
+        }
+    }
+}
+
+/// A state file held by this process (its lock is released when this is dropped).
+#[derive(Debug)]
+pub struct StateFile {
+    path: PathBuf,
+    _lock: File,
+}
+
+impl StateFile {
+    /// Locks `path` (through `<path>.lock`) and reads it. `None` if it does not exist yet. Fails if another
+    /// process holds the lock, or if the file is corrupt.
+    pub fn open(path: &Path) -> Result<(StateFile, Option<StateRecord>), Error> {
+        let io = |what: &str, e: std::io::Error| Error::StateFile {
+            path: path.to_owned(),
+            detail: format!("{what}: {e}"),
+        };
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|e| io("cannot create its folder", e))?;
+        }
+        let lock_path = lock_path(path);
+        let lock = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&lock_path)
+            .map_err(|e| io("cannot open the lock file", e))?;
+        match lock.try_lock() {
+            Ok(()) => {}
+            Err(std::fs::TryLockError::WouldBlock) => {
+                return Err(Error::StateFile {
+                    path: path.to_owned(),
+                    detail: "another process is running on this state file (its lock is held)"
+                        .into(),
+                })
+            }
+            Err(std::fs::TryLockError::Error(e)) => return Err(io("cannot lock it", e)),
+        }
+        let record = match std::fs::read_to_string(path) {
+            Ok(text) => Some(StateRecord::decode(path, &text)?),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(e) => return Err(io("cannot read it", e)),
+        };
+        Ok((
+            StateFile {
+                path: path.to_owned(),
+                _lock: lock,
+            },
+            record,
+        ))
+    }
+
+    /// Writes `record` durably: a temporary file, fsync, rename over the state file, fsync the folder.
+    pub fn write(&self, record: StateRecord) -> Result<(), Error> {
+        write_durably(&self.path, &record.encode()).map_err(|e| Error::StateFile {
+            path: self.path.clone(),
+            detail: format!("cannot write it: {e}"),
+        })
+    }
+}
+
+fn lock_path(path: &Path) -> PathBuf {
+    let mut p = path.as_os_str().to_owned();
+    p.push(".lock");
+    PathBuf::from(p)
+}
+
+fn write_durably(path: &Path, text: &str) -> std::io::Result<()> {
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".tmp");
+    let tmp = PathBuf::from(tmp);
+    let mut f = File::create(&tmp)?;
+    f.write_all(text.as_bytes())?;
+    f.sync_all()?;
+    drop(f);
+    std::fs::rename(&tmp, path)?;
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    File::open(dir)?.sync_all()
+}
+
+/// Raises the ceiling recorded in a static state file to at least `not_before` (migration). Refuses to lower it.
+/// Takes the file's lock, so it fails while a runtime is using the file.
+pub fn raise_state_file(path: &Path, slot: u32, not_before: u64) -> Result<StateRecord, Error> {
+    let (file, record) = StateFile::open(path)?;
+    if let Some(r) = record {
+        if r.ceiling_ms > not_before {
+            return Err(Error::StateFile {
+                path: path.to_owned(),
+                detail: format!(
+                    "its ceiling {} is already above {not_before}; refusing to lower it",
+                    r.ceiling_ms
+                ),
+            });
+        }
+    }
+    let record = StateRecord {
+        slot,
+        ceiling_ms: not_before,
+    };
+    file.write(record)?;
+    Ok(record)
+}
+
+/// The keeper of a static slot: keeps the durable ceiling ahead of the clock.
+#[derive(Debug)]
+pub(crate) struct StaticKeeper {
+    pub(crate) spec: StaticSpec,
+    pub(crate) file: Option<StateFile>,
+    pub(crate) clock: Arc<dyn Clock>,
+}
+
+/// Ceiling used when nothing bounds the window (no state file).
+const UNBOUNDED: u64 = u64::MAX / 2;
+
+impl StaticKeeper {
+    /// Opens the state file and writes the first ceiling; returns the keeper and the first window's lease.
+    pub(crate) fn start(
+        spec: StaticSpec,
+        namespace: Namespace,
+        owner: Owner,
+        clock: Arc<dyn Clock>,
+        wait_limit: Duration,
+    ) -> Result<(StaticKeeper, SlotLease), Error> {
+        let now = clock.now_ms();
+        let (file, floor, ceiling) = match &spec.state_file {
+            Some(path) => {
+                let (file, record) = StateFile::open(path)?;
+                if let Some(r) = record.filter(|r| r.slot != spec.slot) {
+                    tracing::warn!(path = %path.display(), file_slot = r.slot, slot = spec.slot,
+                        "cosid: the state file was written for another slot; using its ceiling as the floor anyway");
+                }
+                let floor = record.map_or(0, |r| r.ceiling_ms);
+                let ceiling = now.max(floor) + spec.ahead.as_millis() as u64;
+                file.write(StateRecord {
+                    slot: spec.slot,
+                    ceiling_ms: ceiling,
+                })?;
+                (Some(file), floor, ceiling)
+            }
+            None => {
+                tracing::warn!(
+                    slot = spec.slot,
+                    "cosid: UNPROTECTED static slot: without a state_file, a clock set back across a restart can \
+                     repeat ids; add ?state_file=PATH in production"
+                );
+                (None, 0, UNBOUNDED)
+            }
+        };
+        // After a crash the floor may be ahead of the clock by up to `ahead`: wait for it, bounded.
+        let started = clock.now_ms();
+        while clock.now_ms() <= floor {
+            let waited = clock.now_ms().saturating_sub(started);
+            if waited > wait_limit.as_millis() as u64 {
+                return Err(Error::BeforeWindow {
+                    floor_ms: floor,
+                    now_ms: clock.now_ms(),
+                    waited_ms: waited,
+                });
+            }
+            clock.sleep(Duration::from_millis(
+                (floor + 1 - clock.now_ms().min(floor)).min(50),
+            ));
+        }
+        let lease = SlotLease {
+            namespace,
+            slot: spec.slot,
+            owner,
+            fence: 0,
+            expires_at: ceiling,
+            floor,
+            ceiling,
+            store_now: now,
+        };
+        Ok((StaticKeeper { spec, file, clock }, lease))
+    }
+
+    /// The window of a lease.
+    pub(crate) fn window(lease: &SlotLease) -> Window {
+        Window {
+            slot: lease.slot,
+            floor_ms: lease.floor,
+            ceiling_ms: lease.ceiling,
+        }
+    }
+
+    /// Writes the next ceiling whenever less than `ahead/2` remains, until `stop`; then seals and records the
+    /// exact last timestamp, so a clean restart can start right after it.
+    pub(crate) async fn run(self, shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
+        let Some(file) = &self.file else {
+            let _ = stop.changed().await;
+            shared.generator.seal();
+            shared.set_state(State::Closed);
+            return;
+        };
+        let ahead = self.spec.ahead.as_millis() as u64;
+        let mut backoff = Duration::from_millis(100);
+        loop {
+            let lease = shared.current_lease();
+            let due = lease.ceiling.saturating_sub(ahead / 2);
+            let wait = Duration::from_millis(due.saturating_sub(self.clock.now_ms()));
+            tokio::select! {
+                _ = tokio::time::sleep(wait) => {}
+                _ = stop.changed() => break,
+            }
+            let ceiling = (self.clock.now_ms() + ahead).max(lease.ceiling);
+            match file.write(StateRecord {
+                slot: self.spec.slot,
+                ceiling_ms: ceiling,
+            }) {
+                Ok(()) => {
+                    shared.generator.extend(ceiling);
+                    let renewed = SlotLease {
+                        ceiling,
+                        expires_at: ceiling,
+                        store_now: self.clock.now_ms(),
+                        ..lease
+                    };
+                    shared.set(&renewed, State::Active);
+                    shared.emit(Event::Renewed {
+                        slot: renewed.slot,
+                        ceiling_ms: ceiling,
+                        expires_at_ms: ceiling,
+                    });
+                    backoff = Duration::from_millis(100);
+                }
+                Err(e) => {
+                    shared.set_state(State::Renewing);
+                    shared.emit(Event::RenewFailed {
+                        slot: lease.slot,
+                        error: e.to_string(),
+                        retry_in_ms: backoff.as_millis() as u64,
+                    });
+                    tokio::select! {
+                        _ = tokio::time::sleep(backoff) => {}
+                        _ = stop.changed() => break,
+                    }
+                    backoff = (backoff * 2).min(self.spec.ahead / 6);
+                }
+            }
+        }
+        let last = shared.generator.seal();
+        let lease = shared.current_lease();
+        shared.set_state(State::Closed);
+        let ceiling = last.unwrap_or(lease.floor).max(lease.floor);
+        if let Err(e) = file.write(StateRecord {
+            slot: self.spec.slot,
+            ceiling_ms: ceiling,
+        }) {
+            tracing::warn!(error = %e, "cosid: could not record the last timestamp; the next start waits for the old ceiling");
+        } else {
+            shared.emit(Event::Released {
+                slot: lease.slot,
+                last_issued_ms: last,
+            });
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_urls() {
+        let s = StaticSpec::parse("static:3?state_file=/x/s&ahead=5s", "h")
+            .unwrap()
+            .unwrap();
+        assert_eq!(s.slot, 3);
+        assert_eq!(s.state_file.as_deref(), Some(Path::new("/x/s")));
+        assert_eq!(s.ahead, Duration::from_secs(5));
+        assert!(!s.manual);
+        let s = StaticSpec::parse("manual:0", "h").unwrap().unwrap();
+        assert!(s.manual && s.state_file.is_none());
+        let s = StaticSpec::parse("static:ordinal", "order-service-12")
+            .unwrap()
+            .unwrap();
+        assert_eq!(s.slot, 12);
+        assert!(StaticSpec::parse("sqlite:x", "h").is_none());
+        for bad in [
+            "static:",
+            "static:-1",
+            "static:03",
+            "static:x",
+            "manual:1?state_file=/x",
+            "static:1?nope=1",
+            "static:1?ahead=1ms",
+        ] {
+            assert!(StaticSpec::parse(bad, "h").unwrap().is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn ordinals() {
+        assert_eq!(ordinal_of("order-service-3").unwrap(), 3);
+        assert_eq!(ordinal_of("web-0").unwrap(), 0);
+        for bad in [
+            "order-service",
+            "order-service-",
+            "web-03",
+            "web-x1",
+            "3",
+            "web-99999999999",
+        ] {
+            assert!(ordinal_of(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn state_records_round_trip_and_refuse_damage() {
+        let p = Path::new("/s");
+        let r = StateRecord {
+            slot: 7,
+            ceiling_ms: 1_764_000_000_123,
+        };
+        let text = r.encode();
+        assert_eq!(StateRecord::decode(p, &text).unwrap(), r);
+        for cut in 0..text.len() {
+            assert!(
+                StateRecord::decode(p, &text[..cut]).is_err(),
+                "truncated at {cut}"
+            );
+        }
+        let flipped = text.replace("123", "124");
+        assert!(StateRecord::decode(p, &flipped).is_err());
+    }
+}

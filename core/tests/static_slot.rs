@@ -1,0 +1,316 @@
+//! Slots without a store: static with a state file, StatefulSet ordinals, manual; crash loops and clocks set back
+//! across restarts.
+
+use cosid::clock::{Clock, ManualClock};
+use cosid::static_slot::{raise_state_file, StateFile};
+use cosid::{Error, Event, Runtime};
+use std::collections::HashSet;
+use std::io::{BufWriter, Read, Write};
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+const START: u64 = 1_764_460_000_000;
+
+fn static_url(path: &Path, slot: u32, ahead: &str) -> String {
+    format!("static:{slot}?state_file={}&ahead={ahead}", path.display())
+}
+
+fn runtime(url: &str, clock: &ManualClock) -> Result<Runtime, Error> {
+    Runtime::builder()
+        .store(url)
+        .namespace("static")
+        .clock(Arc::new(clock.clone()))
+        .acquire_timeout(Duration::from_secs(30))
+        .build()
+}
+
+fn file_ceiling(path: &Path) -> u64 {
+    let mut text = String::new();
+    std::fs::File::open(path)
+        .unwrap()
+        .read_to_string(&mut text)
+        .unwrap();
+    let field = text
+        .split_whitespace()
+        .find(|f| f.starts_with("ceiling="))
+        .unwrap();
+    field["ceiling=".len()..].parse().unwrap()
+}
+
+#[test]
+fn writes_the_ceiling_before_the_first_id_and_never_passes_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("state");
+    let clock = ManualClock::new(START);
+    let rt = runtime(&static_url(&path, 3, "10s"), &clock).unwrap();
+    assert_eq!(
+        file_ceiling(&path),
+        START + 10_000,
+        "ceiling written at start"
+    );
+    let status = rt.status();
+    assert_eq!((status.slot, status.store), (3, "static"));
+    let id = rt.next_id().unwrap();
+    assert_eq!(rt.layout().decompose(id).unwrap().slot, 3);
+    // Time jumps past the durable ceiling: an id is refused until the keeper has written the next ceiling, and no
+    // id is ever past the ceiling on disk.
+    clock.set(START + 10_001);
+    match rt.next_id() {
+        Ok(id) => {
+            let ts = rt.layout().decompose(id).unwrap().timestamp_ms;
+            assert!(ts <= file_ceiling(&path), "{ts} past the durable ceiling");
+        }
+        Err(e) => assert!(matches!(e, Error::WindowClosed { .. }), "{e}"),
+    }
+    let last = rt.shutdown().unwrap();
+    assert_eq!(
+        file_ceiling(&path),
+        last,
+        "clean shutdown records the exact last timestamp"
+    );
+}
+
+#[test]
+fn restart_floor_is_the_recorded_ceiling_even_with_the_clock_set_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("state");
+    let clock = ManualClock::new(START);
+    let url = static_url(&path, 1, "10s");
+    let mut seen = HashSet::new();
+    let rt = runtime(&url, &clock).unwrap();
+    for _ in 0..5_000 {
+        assert!(seen.insert(rt.next_id().unwrap()));
+    }
+    // A crash leaves the file at now + ahead (the crash loop below does it for real, with SIGKILL).
+    drop(rt);
+    raise_state_file(&path, 1, START + 10_000).unwrap();
+    let ceiling = file_ceiling(&path);
+
+    // The clock goes back 5 s: the restart waits (bounded) until it passes the recorded ceiling.
+    clock.set(START - 5_000);
+    let rt = runtime(&url, &clock).unwrap();
+    assert!(rt.status().floor_ms >= ceiling);
+    for _ in 0..5_000 {
+        let id = rt.next_id().unwrap();
+        assert!(seen.insert(id), "{id} repeated after a restart");
+        assert!(rt.layout().decompose(id).unwrap().timestamp_ms > ceiling);
+    }
+    drop(rt);
+
+    // The clock goes back an hour: the restart refuses rather than repeat.
+    clock.set(START - 3_600_000);
+    let err = runtime(&url, &clock).unwrap_err();
+    assert!(matches!(err, Error::BeforeWindow { .. }), "{err}");
+}
+
+#[test]
+fn a_second_process_on_the_same_state_file_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("state");
+    let clock = ManualClock::new(START);
+    let url = static_url(&path, 0, "10s");
+    let rt = runtime(&url, &clock).unwrap();
+    let err = runtime(&url, &clock).unwrap_err();
+    assert_eq!(err.code(), "STATE_FILE", "{err}");
+    assert!(err.to_string().contains("another process"), "{err}");
+    drop(rt);
+    runtime(&url, &clock).expect("the lock is released at shutdown");
+}
+
+#[test]
+fn a_corrupt_or_truncated_state_file_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("state");
+    let clock = ManualClock::new(START);
+    let url = static_url(&path, 0, "10s");
+    drop(runtime(&url, &clock).unwrap());
+    let good = std::fs::read(&path).unwrap();
+    for bad in [
+        &good[..good.len() / 2],
+        b"",
+        b"cosid-state 1 slot=0 ceiling=5\n",
+    ] {
+        std::fs::write(&path, bad).unwrap();
+        let err = runtime(&url, &clock).unwrap_err();
+        assert_eq!(err.code(), "STATE_FILE", "{err}");
+    }
+}
+
+#[test]
+fn migration_raises_the_state_file_and_refuses_to_lower_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("state");
+    let clock = ManualClock::new(START);
+    raise_state_file(&path, 2, START + 60_000).unwrap();
+    clock.set(START + 50_000);
+    let rt = runtime(&static_url(&path, 2, "10s"), &clock).unwrap();
+    let id = rt.next_id().unwrap();
+    assert!(rt.layout().decompose(id).unwrap().timestamp_ms > START + 60_000);
+    assert!(
+        raise_state_file(&path, 2, START).is_err(),
+        "locked while running"
+    );
+    drop(rt);
+    assert!(raise_state_file(&path, 2, START).is_err(), "never lowered");
+    let (_f, rec) = StateFile::open(&path).unwrap();
+    assert!(rec.unwrap().ceiling_ms > START + 60_000);
+}
+
+#[test]
+fn ordinal_slots_and_manual_slots() {
+    let clock = ManualClock::new(START);
+    let cfg = cosid::Config::default()
+        .with_vars(|k| match k {
+            "COSID_STORE" => Some("memory:".into()),
+            "COSID_PREFERRED_SLOT" => Some("ordinal".into()),
+            "HOSTNAME" => Some("order-service-3".into()),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(cfg.preferred_slot, Some(3));
+    let rt = cosid::Builder::with_config(cfg)
+        .clock(Arc::new(clock.clone()))
+        .build()
+        .unwrap();
+    assert_eq!(rt.status().slot, 3);
+    let bad = cosid::Config::default().with_vars(|k| match k {
+        "COSID_PREFERRED_SLOT" => Some("ordinal".into()),
+        "HOSTNAME" => Some("laptop".into()),
+        _ => None,
+    });
+    assert!(bad.is_err());
+
+    let rt = runtime("manual:5", &clock).unwrap();
+    assert_eq!((rt.status().slot, rt.status().store), (5, "manual"));
+    rt.next_id().unwrap();
+    let err = runtime("manual:4096", &clock).unwrap_err();
+    assert_eq!(err.code(), "CONFIG", "{err}");
+}
+
+#[test]
+fn the_keeper_writes_the_next_ceiling_ahead_of_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("state");
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let seen = events.clone();
+    let rt = Runtime::builder()
+        .store(static_url(&path, 0, "300ms"))
+        .subscribe(move |e| seen.lock().unwrap().push(e.clone()))
+        .build()
+        .unwrap();
+    let first = file_ceiling(&path);
+    // Issue for a while across several renewals: no id ever passes the durable ceiling.
+    let deadline = std::time::Instant::now() + Duration::from_millis(900);
+    let mut n = 0;
+    while std::time::Instant::now() < deadline {
+        let id = rt.next_id().unwrap();
+        let ts = rt.layout().decompose(id).unwrap().timestamp_ms;
+        assert!(
+            ts <= file_ceiling(&path),
+            "id at {ts} past the durable ceiling"
+        );
+        n += 1;
+    }
+    assert!(n > 0);
+    assert!(file_ceiling(&path) > first, "the ceiling moved ahead");
+    let renewed = events
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|e| matches!(e, Event::Renewed { .. }))
+        .count();
+    assert!(renewed >= 2, "renewed {renewed} times");
+}
+
+/// Child role for the crash loop: issue ids into a file until killed.
+#[test]
+fn crash_loop_child() {
+    let Ok(out) = std::env::var("COSID_STATIC_CHILD_OUT") else {
+        return;
+    };
+    let url = std::env::var("COSID_STATIC_CHILD_URL").unwrap();
+    let rt = match Runtime::builder()
+        .store(url)
+        .acquire_timeout(Duration::from_secs(5))
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("child could not start: {e}");
+            std::process::exit(3);
+        }
+    };
+    let mut w = BufWriter::new(
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(out)
+            .unwrap(),
+    );
+    loop {
+        let id = rt.next_id().unwrap().as_u64();
+        w.write_all(&id.to_le_bytes()).unwrap();
+        if id % 64 == 0 {
+            w.flush().unwrap();
+        }
+    }
+}
+
+#[test]
+fn crash_loop_with_sigkill_never_repeats_an_id() {
+    let seed: u64 = std::env::var("COSID_CRASH_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| cosid::clock::SystemClock.now_ms());
+    println!("crash loop seed {seed} (replay with COSID_CRASH_SEED={seed})");
+    let mut rng = seed;
+    let mut next = move || {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        rng
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let url = static_url(&state, 1, "200ms");
+    let exe = std::env::current_exe().unwrap();
+    let mut files = Vec::new();
+    for round in 0..12 {
+        let out = dir.path().join(format!("ids-{round}"));
+        let mut child = std::process::Command::new(&exe)
+            .args([
+                "--exact",
+                "crash_loop_child",
+                "--nocapture",
+                "--test-threads=1",
+            ])
+            .env("COSID_STATIC_CHILD_OUT", &out)
+            .env("COSID_STATIC_CHILD_URL", &url)
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        // Kill at a random moment: during start-up (mid-write of the state file included) or while issuing.
+        std::thread::sleep(Duration::from_millis(next() % 400));
+        child.kill().unwrap();
+        child.wait().unwrap();
+        files.push(out);
+    }
+    let mut seen = HashSet::new();
+    let mut total = 0;
+    for f in &files {
+        let Ok(bytes) = std::fs::read(f) else {
+            continue;
+        };
+        for chunk in bytes.chunks_exact(8) {
+            let id = u64::from_le_bytes(chunk.try_into().unwrap());
+            assert!(
+                seen.insert(id),
+                "id {id} repeated across restarts (seed {seed})"
+            );
+            total += 1;
+        }
+    }
+    println!("{total} ids over {} restarts, all unique", files.len());
+    assert!(total > 10_000, "too few ids to mean anything: {total}");
+}
