@@ -1,0 +1,278 @@
+//! `cosid._cosid`: the native half of the Python package `cosid` (PyO3).
+//!
+//! The Python package re-exports the hot functions (`next_id`, `next_ids`) as they are, so a call costs one
+//! native call: no Python frame in between. Everything that may wait (starting a runtime, store I/O, a used-up
+//! sequence, a renewal) runs with the GIL released; the fast path of `next_id` does not release it, because
+//! releasing it costs more than the id.
+
+mod args;
+mod errors;
+mod events;
+mod layout;
+mod process;
+mod runtime;
+
+use crate::args::Settings;
+use crate::errors::from_core;
+use crate::layout::PyLayout;
+use cosid::{Id, Status};
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList};
+
+/// A list of Python ints.
+pub(crate) fn id_list<'py>(py: Python<'py>, ids: &[Id]) -> PyResult<Bound<'py, PyList>> {
+    PyList::new(py, ids.iter().map(|id| id.as_u64()))
+}
+
+static ARRAY_TYPE: pyo3::sync::PyOnceLock<Py<PyAny>> = pyo3::sync::PyOnceLock::new();
+
+/// An `array.array('Q')` of the ids: two memory copies instead of one int object per id.
+pub(crate) fn id_array<'py>(py: Python<'py>, ids: &[Id]) -> PyResult<Bound<'py, PyAny>> {
+    let array = ARRAY_TYPE
+        .get_or_try_init(py, || {
+            py.import("array")
+                .and_then(|m| m.getattr("array"))
+                .map(Bound::unbind)
+        })?
+        .bind(py);
+    let mut bytes = Vec::with_capacity(ids.len() * 8);
+    for id in ids {
+        bytes.extend_from_slice(&id.as_u64().to_ne_bytes());
+    }
+    array.call1(("Q", pyo3::types::PyBytes::new(py, &bytes)))
+}
+
+/// A status as a dict of plain values (`cosid.Status` is built from it in Python).
+pub(crate) fn status_dict<'py>(py: Python<'py>, s: &Status) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("namespace", &s.namespace)?;
+    d.set_item("store", s.store)?;
+    d.set_item("owner_key", &s.owner.key)?;
+    d.set_item("incarnation", s.owner.incarnation.to_string())?;
+    d.set_item("slot", s.slot)?;
+    d.set_item("fence", s.fence)?;
+    d.set_item("floor_ms", s.floor_ms)?;
+    d.set_item("ceiling_ms", s.ceiling_ms)?;
+    d.set_item("expires_at_ms", s.expires_at_ms)?;
+    d.set_item("store_now_ms", s.store_now_ms)?;
+    d.set_item("last_issued_ms", s.last_issued_ms)?;
+    let state = match s.state {
+        cosid::State::Active => "ACTIVE",
+        cosid::State::Renewing => "RENEWING",
+        cosid::State::Reacquiring => "REACQUIRING",
+        cosid::State::Closed => "CLOSED",
+        _ => "UNKNOWN",
+    };
+    d.set_item("state", state)?;
+    d.set_item("pid", std::process::id())?;
+    Ok(d)
+}
+
+/// Issues one id from the process-wide runtime, starting it on first use from ``cosid.configure()`` or the
+/// ``COSID_*`` environment. Safe from any number of threads, and in forked children (each gets its own slot).
+#[pyfunction]
+fn next_id(py: Python<'_>) -> PyResult<u64> {
+    if let Some(rt) = process::loaded().as_deref() {
+        if let Some(id) = rt.try_next_id() {
+            return Ok(id.as_u64());
+        }
+    }
+    next_id_slow(py)
+}
+
+#[cold]
+fn next_id_slow(py: Python<'_>) -> PyResult<u64> {
+    process::check_pid(py);
+    loop {
+        let rt = process::current(py)?;
+        match py.detach(|| rt.next_id()) {
+            Ok(id) => return Ok(id.as_u64()),
+            // Reconfigured or shut down by another thread meanwhile: use the new runtime.
+            Err(cosid::Error::Closed { .. }) if !process::is_current(&rt) => continue,
+            Err(e) => return Err(from_core(py, &e)),
+        }
+    }
+}
+
+/// ``n`` ids (``0 <= n <= 10_000_000``) from the process-wide runtime, in increasing order, as a list of ints.
+/// One call reserves up to a whole millisecond's sequence at once.
+#[pyfunction]
+fn next_ids<'py>(py: Python<'py>, n: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
+    let n = args::count(py, n)?;
+    process::check_pid(py);
+    loop {
+        let rt = process::current(py)?;
+        match py.detach(|| rt.next_ids(n)) {
+            Ok(ids) => return id_list(py, &ids),
+            Err(cosid::Error::Closed { .. }) if !process::is_current(&rt) => continue,
+            Err(e) => return Err(from_core(py, &e)),
+        }
+    }
+}
+
+/// Like ``next_ids``, as an ``array.array('Q')``: cheaper per id for large batches (no int object per id).
+#[pyfunction]
+fn next_ids_array<'py>(py: Python<'py>, n: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+    let n = args::count(py, n)?;
+    process::check_pid(py);
+    loop {
+        let rt = process::current(py)?;
+        match py.detach(|| rt.next_ids(n)) {
+            Ok(ids) => return id_array(py, &ids),
+            Err(cosid::Error::Closed { .. }) if !process::is_current(&rt) => continue,
+            Err(e) => return Err(from_core(py, &e)),
+        }
+    }
+}
+
+/// Sets the process-wide runtime's settings (see ``cosid.configure``).
+#[pyfunction]
+#[pyo3(signature = (*, store = None, namespace = None, layout = None, ttl = None, tolerance = None, bits = None, owner_key = None, preferred_slot = None, acquire_timeout = None, max_wait = None, backwards_wait = None))]
+#[allow(clippy::too_many_arguments)]
+fn configure<'py>(
+    py: Python<'py>,
+    store: Option<Bound<'py, PyAny>>,
+    namespace: Option<Bound<'py, PyAny>>,
+    layout: Option<Bound<'py, PyAny>>,
+    ttl: Option<Bound<'py, PyAny>>,
+    tolerance: Option<Bound<'py, PyAny>>,
+    bits: Option<Bound<'py, PyAny>>,
+    owner_key: Option<Bound<'py, PyAny>>,
+    preferred_slot: Option<Bound<'py, PyAny>>,
+    acquire_timeout: Option<Bound<'py, PyAny>>,
+    max_wait: Option<Bound<'py, PyAny>>,
+    backwards_wait: Option<Bound<'py, PyAny>>,
+) -> PyResult<()> {
+    let config = Settings {
+        store,
+        namespace,
+        layout,
+        ttl,
+        tolerance,
+        bits,
+        owner_key,
+        preferred_slot,
+        acquire_timeout,
+        max_wait,
+        backwards_wait,
+    }
+    .config(py)?;
+    process::check_pid(py);
+    process::configure(py, config)
+}
+
+/// Shuts the process-wide runtime down (see ``cosid.shutdown``).
+#[pyfunction]
+fn shutdown(py: Python<'_>) -> PyResult<Option<u64>> {
+    process::check_pid(py);
+    process::shutdown_current(py)
+}
+
+/// The process-wide runtime's status as a dict, starting it if needed.
+#[pyfunction]
+fn _status<'py>(py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+    process::check_pid(py);
+    let rt = process::current(py)?;
+    status_dict(py, &rt.status())
+}
+
+/// The layout the process-wide runtime uses (from ``configure()``, else ``COSID_LAYOUT``, else millis).
+#[pyfunction]
+fn default_layout(py: Python<'_>) -> PyResult<PyLayout> {
+    process::configured()
+        .map(|c| PyLayout { inner: c.layout })
+        .map_err(|e| from_core(py, &e))
+}
+
+fn layout_or_default(py: Python<'_>, layout: Option<&Bound<'_, PyAny>>) -> PyResult<cosid::Layout> {
+    match layout {
+        Some(l) if !l.is_none() => args::layout(py, l),
+        _ => default_layout(py).map(|l| l.inner),
+    }
+}
+
+/// ``(timestamp_ms, slot, sequence)`` of an id (``cosid.parse`` wraps it).
+#[pyfunction]
+#[pyo3(signature = (id, layout = None))]
+fn _decompose(
+    py: Python<'_>,
+    id: &Bound<'_, PyAny>,
+    layout: Option<&Bound<'_, PyAny>>,
+) -> PyResult<(u64, u64, u64)> {
+    let id = Id::from_u64(args::id(py, id)?);
+    let parts = layout_or_default(py, layout)?
+        .decompose(id)
+        .map_err(|e| from_core(py, &cosid::Error::Id(e)))?;
+    Ok((parts.timestamp_ms, parts.slot, parts.sequence))
+}
+
+/// The friendly form of an id, ``yyyyMMddHHmmssSSS-slot-sequence`` (UTC).
+#[pyfunction]
+#[pyo3(signature = (id, layout = None))]
+fn to_friendly(py: Python<'_>, id: &Bound<'_, PyAny>, layout: Option<&Bound<'_, PyAny>>) -> PyResult<String> {
+    let id = Id::from_u64(args::id(py, id)?);
+    layout_or_default(py, layout)?
+        .to_friendly(id)
+        .map_err(|e| from_core(py, &cosid::Error::Id(e)))
+}
+
+/// Reads the friendly form strictly (only what ``to_friendly`` writes).
+#[pyfunction]
+#[pyo3(signature = (text, layout = None))]
+fn from_friendly(py: Python<'_>, text: &Bound<'_, PyAny>, layout: Option<&Bound<'_, PyAny>>) -> PyResult<u64> {
+    let text = args::text("text", text)?;
+    layout_or_default(py, layout)?
+        .parse_friendly(&text)
+        .map(Id::as_u64)
+        .map_err(|e| from_core(py, &cosid::Error::Id(e)))
+}
+
+/// The base-62 form of an id: exactly 11 characters of ``0-9A-Za-z``, sorting like the id.
+#[pyfunction]
+fn to_base62(py: Python<'_>, id: &Bound<'_, PyAny>) -> PyResult<String> {
+    Ok(Id::from_u64(args::id(py, id)?).to_base62())
+}
+
+/// Reads the base-62 form strictly (11 characters, at most ``LygHa16AHYF``).
+#[pyfunction]
+fn from_base62(py: Python<'_>, text: &Bound<'_, PyAny>) -> PyResult<u64> {
+    let text = args::text("text", text)?;
+    Id::from_base62(&text)
+        .map(Id::as_u64)
+        .map_err(|e| from_core(py, &cosid::Error::Id(e)))
+}
+
+/// For ``os.register_at_fork(after_in_child=...)``.
+#[pyfunction]
+fn _after_fork_in_child(py: Python<'_>) {
+    process::after_fork_in_child(py);
+}
+
+/// For ``atexit``.
+#[pyfunction]
+fn _at_exit(py: Python<'_>) {
+    process::at_exit(py);
+}
+
+#[pymodule(gil_used = true)]
+fn _cosid(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add("MAX_BATCH", args::MAX_BATCH)?;
+    m.add_class::<PyLayout>()?;
+    m.add_class::<runtime::PyRuntime>()?;
+    m.add_function(wrap_pyfunction!(next_id, m)?)?;
+    m.add_function(wrap_pyfunction!(next_ids, m)?)?;
+    m.add_function(wrap_pyfunction!(next_ids_array, m)?)?;
+    m.add_function(wrap_pyfunction!(configure, m)?)?;
+    m.add_function(wrap_pyfunction!(shutdown, m)?)?;
+    m.add_function(wrap_pyfunction!(_status, m)?)?;
+    m.add_function(wrap_pyfunction!(default_layout, m)?)?;
+    m.add_function(wrap_pyfunction!(_decompose, m)?)?;
+    m.add_function(wrap_pyfunction!(to_friendly, m)?)?;
+    m.add_function(wrap_pyfunction!(from_friendly, m)?)?;
+    m.add_function(wrap_pyfunction!(to_base62, m)?)?;
+    m.add_function(wrap_pyfunction!(from_base62, m)?)?;
+    m.add_function(wrap_pyfunction!(_after_fork_in_child, m)?)?;
+    m.add_function(wrap_pyfunction!(_at_exit, m)?)?;
+    Ok(())
+}
