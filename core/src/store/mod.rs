@@ -2,13 +2,21 @@
 //!
 //! Every operation is one atomic step in the store that applies the rules of [`crate::lease::protocol`].
 
+#[cfg(feature = "etcd")]
+mod etcd;
 mod memory;
+#[cfg(feature = "mysql")]
+mod mysql;
 #[cfg(feature = "sqlite")]
 mod sqlite;
 mod url;
 
 pub use self::url::{open, StoreUrl};
+#[cfg(feature = "etcd")]
+pub use etcd::EtcdStore;
 pub use memory::MemoryStore;
+#[cfg(feature = "mysql")]
+pub use mysql::MysqlStore;
 #[cfg(feature = "sqlite")]
 pub use sqlite::SqliteStore;
 

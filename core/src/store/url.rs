@@ -107,7 +107,13 @@ pub async fn open(
         StoreUrl::Sqlite(_) => Err(not_built("sqlite", "sqlite")),
         StoreUrl::Redis(_) => Err(not_built("redis", "redis")),
         StoreUrl::Postgres(_) => Err(not_built("postgres", "postgres")),
+        #[cfg(feature = "mysql")]
+        StoreUrl::Mysql(url) => Ok(Arc::new(super::MysqlStore::open(url).await?)),
+        #[cfg(not(feature = "mysql"))]
         StoreUrl::Mysql(_) => Err(not_built("mysql", "mysql")),
+        #[cfg(feature = "etcd")]
+        StoreUrl::Etcd(hosts) => Ok(Arc::new(super::EtcdStore::open(hosts, clock).await?)),
+        #[cfg(not(feature = "etcd"))]
         StoreUrl::Etcd(_) => Err(not_built("etcd", "etcd")),
     }
 }
