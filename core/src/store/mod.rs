@@ -7,6 +7,10 @@ mod etcd;
 mod memory;
 #[cfg(feature = "mysql")]
 mod mysql;
+#[cfg(feature = "postgres")]
+mod postgres;
+#[cfg(feature = "redis")]
+mod redis;
 #[cfg(feature = "sqlite")]
 mod sqlite;
 mod url;
@@ -17,6 +21,10 @@ pub use etcd::EtcdStore;
 pub use memory::MemoryStore;
 #[cfg(feature = "mysql")]
 pub use mysql::MysqlStore;
+#[cfg(feature = "postgres")]
+pub use postgres::PostgresStore;
+#[cfg(feature = "redis")]
+pub use redis::RedisStore;
 #[cfg(feature = "sqlite")]
 pub use sqlite::SqliteStore;
 

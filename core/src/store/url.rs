@@ -105,7 +105,13 @@ pub async fn open(
         StoreUrl::Sqlite(path) => Ok(Arc::new(super::SqliteStore::open(path, clock)?)),
         #[cfg(not(feature = "sqlite"))]
         StoreUrl::Sqlite(_) => Err(not_built("sqlite", "sqlite")),
+        #[cfg(feature = "redis")]
+        StoreUrl::Redis(url) => Ok(Arc::new(super::RedisStore::open(url)?)),
+        #[cfg(not(feature = "redis"))]
         StoreUrl::Redis(_) => Err(not_built("redis", "redis")),
+        #[cfg(feature = "postgres")]
+        StoreUrl::Postgres(url) => Ok(Arc::new(super::PostgresStore::open(url)?)),
+        #[cfg(not(feature = "postgres"))]
         StoreUrl::Postgres(_) => Err(not_built("postgres", "postgres")),
         #[cfg(feature = "mysql")]
         StoreUrl::Mysql(url) => Ok(Arc::new(super::MysqlStore::open(url).await?)),

@@ -1,0 +1,295 @@
+-- cosid: the lease rules of core/src/lease/protocol.rs, transcribed for Redis. Keep the two in step: the shared
+-- conformance suite (core/tests/conformance) runs the same cases against both.
+--
+-- Every script gets KEYS[1] = the namespace hash `cosid:{<encoded name>}:ns` (fields bits, tolerance_ms,
+-- not_before) and KEYS[2] = the slots hash `cosid:{<encoded name>}:slots` (fields `<slot>.<name>`). Both keys share
+-- a hash tag, so a Redis Cluster keeps a namespace on one shard. No key ever gets a TTL.
+--
+-- A script answers with a table whose first element names the outcome: 'ok', 'exhausted', 'mismatch', 'lost',
+-- 'corrupt' or 'lowered'. Every outcome but 'ok' is decided before the first write, so a refused call changes
+-- nothing. Numbers are whole and below 2^53, where Lua's doubles are exact; the Rust side checks its arguments.
+
+-- Redis 3.2 to 4 replicate scripts verbatim unless told otherwise; TIME then refuses later writes. A no-op since 5.
+if redis.replicate_commands then redis.replicate_commands() end
+
+local MAX_EXACT = 9007199254740991
+local UUID = '^%x%x%x%x%x%x%x%x%-%x%x%x%x%-%x%x%x%x%-%x%x%x%x%-%x%x%x%x%x%x%x%x%x%x%x%x$'
+local SLOT_FIELDS = {
+  owner_key = true, incarnation = true, last_owner_key = true, fence = true,
+  expires_at = true, floor = true, ceiling = true, next_floor = true,
+}
+local NUMBER_FIELDS = { 'fence', 'expires_at', 'floor', 'ceiling', 'next_floor' }
+
+-- Ends the script with an outcome other than 'ok' (caught by run below).
+local function stop(...)
+  error({ cosid = { ... } })
+end
+
+local function corrupt(what, detail)
+  stop('corrupt', what, detail)
+end
+
+local function fmt(n)
+  return string.format('%d', n)
+end
+
+local function quote(v)
+  return '"' .. tostring(v) .. '"'
+end
+
+-- A whole number written in decimal, below 2^53; nil for anything else.
+local function int(s)
+  if type(s) ~= 'string' or #s == 0 or #s > 16 or not string.find(s, '^%d+$') then
+    return nil
+  end
+  local n = tonumber(s)
+  if n > MAX_EXACT then
+    return nil
+  end
+  return n
+end
+
+local function arg_int(i)
+  local n = int(ARGV[i])
+  if n == nil then
+    error('cosid: argument ' .. i .. ' is not a whole number below 2^53: ' .. quote(ARGV[i]))
+  end
+  return n
+end
+
+local function arg_opt_int(i)
+  if ARGV[i] == '' then
+    return nil
+  end
+  return arg_int(i)
+end
+
+local function exact(n, what)
+  if n > MAX_EXACT then
+    error('cosid: ' .. what .. ' would pass 2^53')
+  end
+  return n
+end
+
+-- The store clock: the server's, in milliseconds.
+local function store_now()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+local function read_namespace()
+  local flat = redis.call('HGETALL', KEYS[1])
+  if #flat == 0 then
+    return nil
+  end
+  local h = {}
+  for i = 1, #flat, 2 do
+    local name = flat[i]
+    if name ~= 'bits' and name ~= 'tolerance_ms' and name ~= 'not_before' then
+      corrupt('the namespace record', 'unknown field ' .. quote(name))
+    end
+    h[name] = flat[i + 1]
+  end
+  local record = {}
+  for _, name in ipairs({ 'bits', 'tolerance_ms', 'not_before' }) do
+    if h[name] == nil then
+      corrupt('the namespace record', name .. ' is missing')
+    end
+    record[name] = int(h[name])
+    if record[name] == nil then
+      corrupt('the namespace record', name .. ' ' .. quote(h[name]) .. ' is not a whole number below 2^53')
+    end
+  end
+  if record.bits < 1 or record.bits > 31 then
+    corrupt('the namespace record', 'bits ' .. fmt(record.bits) .. ' is not 1 to 31')
+  end
+  return record
+end
+
+local function write_namespace(ns)
+  redis.call('HSET', KEYS[1], 'bits', fmt(ns.bits), 'tolerance_ms', fmt(ns.tolerance_ms),
+    'not_before', fmt(ns.not_before))
+end
+
+-- protocol::check_namespace: the stored record, or a new one for a new namespace (second result true).
+local function check_namespace(stored, bits, tolerance)
+  if stored == nil then
+    return { bits = bits, tolerance_ms = tolerance, not_before = 0 }, true
+  end
+  if stored.bits ~= bits then
+    stop('mismatch', 'bits', stored.bits, bits)
+  end
+  if stored.tolerance_ms ~= tolerance then
+    stop('mismatch', 'tolerance_ms', stored.tolerance_ms, tolerance)
+  end
+  return stored, false
+end
+
+-- A slot record from its fields (name -> string); owner fields are false when absent.
+local function decode_slot(slot, f)
+  local what = 'slot ' .. fmt(slot)
+  local r = { slot = slot }
+  for _, name in ipairs(NUMBER_FIELDS) do
+    if f[name] == nil then
+      corrupt(what, name .. ' is missing')
+    end
+    r[name] = int(f[name])
+    if r[name] == nil then
+      corrupt(what, name .. ' ' .. quote(f[name]) .. ' is not a whole number below 2^53')
+    end
+  end
+  if (f.owner_key == nil) ~= (f.incarnation == nil) then
+    corrupt(what, 'owner key and incarnation must be both set or both empty')
+  end
+  if f.incarnation ~= nil and not string.find(f.incarnation, UUID) then
+    corrupt(what, 'incarnation ' .. quote(f.incarnation) .. ' is not a UUID')
+  end
+  r.owner_key = f.owner_key or false
+  r.incarnation = f.incarnation and string.lower(f.incarnation) or false
+  r.last_owner_key = f.last_owner_key or false
+  return r
+end
+
+-- Every stored slot record of the namespace, by slot number.
+local function read_slots()
+  local flat = redis.call('HGETALL', KEYS[2])
+  local fields, order = {}, {}
+  for i = 1, #flat, 2 do
+    local digits, name = string.match(flat[i], '^(%d+)%.([%a_]+)$')
+    local slot = int(digits)
+    if slot == nil or fmt(slot) ~= digits or not SLOT_FIELDS[name] then
+      corrupt('the slots hash', 'unknown field ' .. quote(flat[i]))
+    end
+    if fields[slot] == nil then
+      fields[slot] = {}
+      order[#order + 1] = slot
+    end
+    fields[slot][name] = flat[i + 1]
+  end
+  table.sort(order)
+  local records = {}
+  for i, slot in ipairs(order) do
+    records[i] = decode_slot(slot, fields[slot])
+  end
+  return records
+end
+
+-- One slot record, or nil when the slot was never used.
+local function read_slot(slot)
+  local p = fmt(slot) .. '.'
+  local names = { 'owner_key', 'incarnation', 'last_owner_key', 'fence', 'expires_at', 'floor', 'ceiling', 'next_floor' }
+  local keys = {}
+  for i, name in ipairs(names) do
+    keys[i] = p .. name
+  end
+  local values = redis.call('HMGET', KEYS[2], unpack(keys))
+  local f, any = {}, false
+  for i, name in ipairs(names) do
+    if values[i] then
+      f[name] = values[i]
+      any = true
+    end
+  end
+  if not any then
+    return nil
+  end
+  return decode_slot(slot, f)
+end
+
+local function write_slot(r)
+  local p = fmt(r.slot) .. '.'
+  local set = {
+    p .. 'fence', fmt(exact(r.fence, 'fence')),
+    p .. 'expires_at', fmt(exact(r.expires_at, 'expires_at')),
+    p .. 'floor', fmt(exact(r.floor, 'floor')),
+    p .. 'ceiling', fmt(exact(r.ceiling, 'ceiling')),
+    p .. 'next_floor', fmt(exact(r.next_floor, 'next_floor')),
+  }
+  local gone = {}
+  if r.owner_key then
+    set[#set + 1] = p .. 'owner_key'
+    set[#set + 1] = r.owner_key
+    set[#set + 1] = p .. 'incarnation'
+    set[#set + 1] = r.incarnation
+  else
+    gone[#gone + 1] = p .. 'owner_key'
+    gone[#gone + 1] = p .. 'incarnation'
+  end
+  if r.last_owner_key then
+    set[#set + 1] = p .. 'last_owner_key'
+    set[#set + 1] = r.last_owner_key
+  else
+    gone[#gone + 1] = p .. 'last_owner_key'
+  end
+  redis.call('HSET', KEYS[2], unpack(set))
+  if #gone > 0 then
+    redis.call('HDEL', KEYS[2], unpack(gone))
+  end
+end
+
+-- protocol::validate: refuses a record that no sequence of protocol steps can produce.
+local function validate(r, bits)
+  local what = 'slot ' .. fmt(r.slot)
+  if r.slot >= 2 ^ bits then
+    corrupt(what, 'slot ' .. fmt(r.slot) .. ' is not below 2^' .. fmt(bits))
+  end
+  if r.floor > r.ceiling then
+    corrupt(what, 'floor ' .. fmt(r.floor) .. ' is above ceiling ' .. fmt(r.ceiling))
+  end
+  if r.owner_key and r.next_floor < r.ceiling then
+    corrupt(what, 'next_floor ' .. fmt(r.next_floor) .. " is below the holder's ceiling " .. fmt(r.ceiling))
+  end
+  if r.next_floor < r.floor then
+    corrupt(what, 'next_floor ' .. fmt(r.next_floor) .. ' is below floor ' .. fmt(r.floor))
+  end
+  if r.fence == 0 then
+    corrupt(what, 'fence is 0 on a stored record')
+  end
+end
+
+-- protocol::matching: the record, if it is still this lease's (same incarnation and fence).
+local function matching(r, incarnation, fence)
+  if r == nil then
+    stop('lost', 'the slot has no record')
+  end
+  if not r.owner_key then
+    stop('lost', 'the slot was released (fence ' .. fmt(r.fence) .. ' now, lease fence ' .. fmt(fence) .. ')')
+  end
+  if r.incarnation ~= incarnation then
+    stop('lost', 'the slot is held by ' .. r.owner_key .. ' (incarnation ' .. r.incarnation .. ') with fence '
+      .. fmt(r.fence))
+  end
+  if r.fence ~= fence then
+    stop('lost', 'fence is ' .. fmt(r.fence) .. ' in the store, ' .. fmt(fence) .. ' in the lease')
+  end
+  return r
+end
+
+-- The namespace record of a held lease: it must exist.
+local function held_namespace()
+  local ns = read_namespace()
+  if ns == nil then
+    corrupt('the namespace record', 'missing while a lease on it is held')
+  end
+  return ns
+end
+
+local function lease_reply(r, now, duplicate_slot)
+  return { 'ok', r.slot, r.owner_key, r.incarnation, r.fence, r.expires_at, r.floor, r.ceiling, now, duplicate_slot }
+end
+
+-- Runs an operation: its outcome (ok or refused) becomes the reply; anything else is a script error.
+local function run(operation)
+  local ok, result = pcall(operation)
+  if ok then
+    return result
+  end
+  if type(result) == 'table' and result.cosid then
+    return result.cosid
+  end
+  if type(result) == 'table' and result.err then
+    return redis.error_reply(result.err)
+  end
+  return redis.error_reply('ERR ' .. tostring(result))
+end
+

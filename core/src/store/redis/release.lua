@@ -1,0 +1,23 @@
+-- release: ARGV = slot, incarnation, fence, last issued ms ('' for none). protocol::release.
+return run(function()
+  local slot, incarnation, fence = arg_int(1), ARGV[2], arg_int(3)
+  local last_issued = arg_opt_int(4)
+
+  local ns = held_namespace()
+  local r = read_slot(slot)
+  if r then
+    validate(r, ns.bits)
+  end
+  matching(r, incarnation, fence)
+
+  local handed = r.floor
+  if last_issued ~= nil then
+    handed = math.min(last_issued, r.ceiling)
+  end
+  r.owner_key = false
+  r.incarnation = false
+  r.fence = r.fence + 1
+  r.next_floor = math.max(r.floor, handed)
+  write_slot(r)
+  return { 'ok' }
+end)

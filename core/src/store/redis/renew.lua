@@ -1,0 +1,21 @@
+-- renew: ARGV = slot, incarnation, fence, ttl_ms, tolerance_ms. protocol::renew.
+return run(function()
+  local slot, incarnation, fence = arg_int(1), ARGV[2], arg_int(3)
+  local ttl, tolerance = arg_int(4), arg_int(5)
+
+  local ns = held_namespace()
+  local r = read_slot(slot)
+  if r then
+    validate(r, ns.bits)
+  end
+  local now = store_now()
+  matching(r, incarnation, fence)
+
+  local expires_at = math.max(r.expires_at, exact(now + ttl, 'expires_at'))
+  local ceiling = math.max(exact(expires_at + tolerance, 'ceiling'), r.floor, r.ceiling)
+  r.expires_at = expires_at
+  r.ceiling = ceiling
+  r.next_floor = math.max(r.next_floor, ceiling)
+  write_slot(r)
+  return lease_reply(r, now, false)
+end)
