@@ -69,3 +69,79 @@ pub(crate) fn wrong_type(name: &str, expected: &str, got: &Bound<'_, PyAny>) -> 
         .unwrap_or_else(|_| "?".into());
     PyTypeError::new_err(format!("{name} must be {expected}, not {type_name}"))
 }
+
+/// One of each core error, by variant name, as its Python exception: the tests check the mapping of the variants
+/// they cannot provoke through a real store (a wall clock stepping back, a generic store error).
+pub(crate) fn sample(py: Python<'_>, variant: &str) -> PyResult<PyErr> {
+    use cosid::store::StoreError;
+    let io = || -> cosid::store::BoxError { Box::new(std::io::Error::other("sample")) };
+    let e = match variant {
+        "SlotLost" => cosid::Error::SlotLost { slot: 3 },
+        "WindowClosed" => cosid::Error::WindowClosed {
+            ceiling_ms: 2,
+            now_ms: 3,
+            waited_ms: 1,
+        },
+        "BeforeWindow" => cosid::Error::BeforeWindow {
+            floor_ms: 3,
+            now_ms: 2,
+            waited_ms: 1,
+        },
+        "ClockMovedBackwards" => cosid::Error::ClockMovedBackwards {
+            behind_ms: 900,
+            threshold_ms: 500,
+        },
+        "Closed" => cosid::Error::Closed { reason: "sample" },
+        "Store.Unavailable" => StoreError::Unavailable {
+            store: "sample",
+            source: io(),
+        }
+        .into(),
+        "Store.Generic" => StoreError::Generic {
+            store: "sample",
+            source: io(),
+        }
+        .into(),
+        "Store.Exhausted" => StoreError::Exhausted {
+            namespace: "n".into(),
+            slots: 2,
+            earliest_expiry: 5,
+            store_now: 4,
+        }
+        .into(),
+        "Store.NamespaceMismatch" => StoreError::NamespaceMismatch {
+            namespace: "n".into(),
+            field: "bits",
+            stored: 4,
+            requested: 5,
+        }
+        .into(),
+        "Store.LeaseLost" => StoreError::LeaseLost {
+            namespace: "n".into(),
+            slot: 1,
+            reason: "sample".into(),
+        }
+        .into(),
+        "Store.Corrupt" => StoreError::Corrupt {
+            store: "sample",
+            what: "slot 1".into(),
+            detail: "floor above ceiling".into(),
+        }
+        .into(),
+        "Store.InvalidUrl" => StoreError::InvalidUrl {
+            url: "x".into(),
+            reason: "sample".into(),
+        }
+        .into(),
+        "Config" => cosid::ConfigError::new("ttl", "0s", "between 30ms and 24h").into(),
+        "Layout" => cosid::Error::Layout(cosid::LayoutError::ZeroWidth { field: "slot" }),
+        "Id" => cosid::Error::Id(cosid::IdError::SignBitSet { id: 1 << 63 }),
+        "Namespace" => cosid::Error::Namespace(cosid::lease::NamespaceError::Empty),
+        other => {
+            return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                "unknown sample error {other:?}"
+            )))
+        }
+    };
+    Ok(from_core(py, &e))
+}

@@ -248,6 +248,12 @@ fn _after_fork_in_child(py: Python<'_>) {
     process::after_fork_in_child(py);
 }
 
+/// The Python exception for one core error variant (for the tests of the error mapping).
+#[pyfunction]
+fn _sample_error(py: Python<'_>, variant: &str) -> PyResult<Py<PyAny>> {
+    Ok(errors::sample(py, variant)?.into_value(py).into_any())
+}
+
 /// For ``atexit``.
 #[pyfunction]
 fn _at_exit(py: Python<'_>) {
@@ -274,5 +280,6 @@ fn _cosid(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(from_base62, m)?)?;
     m.add_function(wrap_pyfunction!(_after_fork_in_child, m)?)?;
     m.add_function(wrap_pyfunction!(_at_exit, m)?)?;
+    m.add_function(wrap_pyfunction!(_sample_error, m)?)?;
     Ok(())
 }
