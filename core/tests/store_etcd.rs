@@ -1,0 +1,252 @@
+//! The etcd v3 store against a real server: set `COSID_TEST_ETCD_URL` (`eval "$(bash .ci/services/etcd.sh)"`
+//! starts one); without it the tests that need a server print why they are skipped.
+#![cfg(feature = "etcd")]
+
+use cosid::clock::{Clock, ManualClock};
+use cosid::lease::{AcquireRequest, Namespace, NamespaceConfig, Owner};
+use cosid::store::{EtcdStore, LeaseStore, StoreError, StoreUrl};
+use std::sync::Arc;
+
+const CONFIG: NamespaceConfig = NamespaceConfig {
+    bits: 5,
+    tolerance_ms: 1_000,
+};
+const T0: u64 = 1_700_000_000_000;
+
+fn server_url(test: &str) -> Option<String> {
+    match std::env::var("COSID_TEST_ETCD_URL") {
+        Ok(url) if !url.is_empty() => Some(url),
+        _ => {
+            eprintln!(
+                "skipped {test}: COSID_TEST_ETCD_URL is not set (eval \"$(bash .ci/services/etcd.sh)\" starts a server)"
+            );
+            None
+        }
+    }
+}
+
+fn endpoints(url: &str) -> Vec<String> {
+    match StoreUrl::parse(url).unwrap() {
+        StoreUrl::Etcd(hosts) => hosts,
+        other => panic!("COSID_TEST_ETCD_URL is not an etcd:// URL: {other:?}"),
+    }
+}
+
+/// A namespace no earlier run used, so tests can share one cluster.
+fn fresh(name: &str) -> Namespace {
+    Namespace::new(format!("{name}-{}", uuid::Uuid::new_v4())).unwrap()
+}
+
+fn request(key: &str) -> AcquireRequest {
+    AcquireRequest {
+        owner: Owner::new(key),
+        ttl_ms: 30_000,
+        preferred_slot: None,
+    }
+}
+
+async fn store(url: &str, clock: &ManualClock) -> EtcdStore {
+    let store = EtcdStore::open(&endpoints(url), Arc::new(clock.clone()))
+        .await
+        .unwrap();
+    store.init().await.unwrap();
+    store
+}
+
+#[tokio::test]
+async fn refuses_bad_endpoints() {
+    let clock: Arc<dyn Clock> = Arc::new(ManualClock::new(T0));
+    for bad in [
+        vec!["127.0.0.1".to_owned()],
+        vec!["127.0.0.1:notaport".to_owned()],
+        vec![":2379".to_owned()],
+        vec!["a:2379".to_owned(), "u:p@b:2379".to_owned()],
+        vec![],
+    ] {
+        match EtcdStore::open(&bad, clock.clone()).await {
+            Err(StoreError::InvalidUrl { reason, .. }) => assert!(!reason.is_empty()),
+            other => panic!("{bad:?}: expected InvalidUrl, got {other:?}"),
+        }
+    }
+}
+
+#[tokio::test]
+async fn an_unreachable_cluster_is_unavailable_and_the_password_is_never_printed() {
+    let clock = ManualClock::new(T0);
+    // Port 1 on loopback: nothing listens there, so the connection is refused at once.
+    let store = EtcdStore::open(&["root:s3cret-pw@127.0.0.1:1".to_owned()], Arc::new(clock))
+        .await
+        .unwrap();
+    assert!(!format!("{store:?}").contains("s3cret-pw"), "{store:?}");
+    let err = store
+        .acquire(&fresh("down"), &CONFIG, &request("a"))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, StoreError::Unavailable { store: "etcd", .. }),
+        "{err:?}"
+    );
+    assert!(!err.to_string().contains("s3cret-pw"), "{err}");
+}
+
+#[tokio::test]
+async fn opens_through_a_store_url() {
+    let Some(url) = server_url("opens_through_a_store_url") else {
+        return;
+    };
+    let clock = ManualClock::new(T0);
+    let store = cosid::store::open(&StoreUrl::parse(&url).unwrap(), Arc::new(clock))
+        .await
+        .unwrap();
+    assert_eq!(store.kind(), "etcd");
+    store.init().await.unwrap();
+    let got = store
+        .acquire(&fresh("open"), &CONFIG, &request("a"))
+        .await
+        .unwrap();
+    assert_eq!(got.lease.slot, 0);
+}
+
+#[tokio::test]
+async fn the_store_clock_is_the_callers_clock() {
+    let Some(url) = server_url("the_store_clock_is_the_callers_clock") else {
+        return;
+    };
+    let clock = ManualClock::new(T0);
+    let store = store(&url, &clock).await;
+    let ns = fresh("clock");
+    let a = store
+        .acquire(&ns, &CONFIG, &request("a"))
+        .await
+        .unwrap()
+        .lease;
+    assert_eq!(
+        (a.store_now, a.expires_at, a.ceiling),
+        (T0, T0 + 30_000, T0 + 31_000)
+    );
+    // Past the expiry on the caller's clock, another owner takes the slot over, above the old ceiling.
+    clock.advance(30_001);
+    let b = store
+        .acquire(&ns, &CONFIG, &request("b"))
+        .await
+        .unwrap()
+        .lease;
+    assert_eq!((b.slot, b.fence, b.floor), (0, 2, a.ceiling));
+    assert_eq!(store.inspect(&ns).await.unwrap().store_now, T0 + 30_001);
+}
+
+#[tokio::test]
+async fn records_are_json_under_the_namespace_prefix_and_carry_no_ttl() {
+    let Some(url) = server_url("records_are_json_under_the_namespace_prefix_and_carry_no_ttl")
+    else {
+        return;
+    };
+    let clock = ManualClock::new(T0);
+    let store = store(&url, &clock).await;
+    let ns = Namespace::new(format!("a/b {{x}}:é-{}", uuid::Uuid::new_v4().simple())).unwrap();
+    store.acquire(&ns, &CONFIG, &request("a")).await.unwrap();
+    let mut client = etcd_client::Client::connect(endpoints(&url), None)
+        .await
+        .unwrap();
+    let prefix = format!("cosid/{}/", ns.encoded());
+    let got = client
+        .get(
+            prefix.as_str(),
+            Some(etcd_client::GetOptions::new().with_prefix()),
+        )
+        .await
+        .unwrap();
+    let keys: Vec<String> = got
+        .kvs()
+        .iter()
+        .map(|kv| kv.key_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(keys, [format!("{prefix}ns"), format!("{prefix}slot/0")]);
+    for kv in got.kvs() {
+        assert_eq!(
+            kv.lease(),
+            0,
+            "{} has a lease: expiry must be data, not a TTL",
+            kv.key_str().unwrap()
+        );
+        let value: serde_json::Value = serde_json::from_slice(kv.value()).unwrap();
+        assert!(value.is_object(), "{value}");
+    }
+    // The encoded name holds no `/`: no other namespace's prefix can contain this one's keys.
+    assert!(!ns.encoded().contains('/'));
+}
+
+#[tokio::test]
+async fn undecodable_values_and_stray_keys_are_corrupt_never_absent() {
+    let Some(url) = server_url("undecodable_values_and_stray_keys_are_corrupt_never_absent") else {
+        return;
+    };
+    let clock = ManualClock::new(T0);
+    let store = store(&url, &clock).await;
+    let inc = uuid::Uuid::new_v4();
+    let good = |fence: &str| {
+        format!(
+            r#"{{"owner":{{"key":"k","incarnation":"{inc}"}},"last_owner_key":"k","fence":{fence},"expires_at":20,"floor":10,"ceiling":20,"next_floor":20}}"#
+        )
+    };
+    let cases: Vec<(&str, &str, String)> = vec![
+        ("not JSON", "slot/3", "{\"owner\": nul".to_owned()),
+        ("expected a JSON object", "slot/3", "[1, 2]".to_owned()),
+        (
+            "fence is missing",
+            "slot/3",
+            good("0").replace(r#""fence":0,"#, ""),
+        ),
+        ("expected a non-negative integer", "slot/3", good("-1")),
+        (
+            "not a UUID",
+            "slot/3",
+            good("1").replace(&inc.to_string(), "nope"),
+        ),
+        (
+            "floor 10 is above ceiling 5",
+            "slot/3",
+            good("1").replace(r#""ceiling":20"#, r#""ceiling":5"#),
+        ),
+        ("not below 2^5", "slot/32", good("1")),
+        ("unexpected key", "slot/03", good("1")),
+        ("unexpected key", "stray", good("1")),
+        (
+            "bits 0 is not 1 to 31",
+            "ns",
+            r#"{"bits":0,"tolerance_ms":1000,"not_before":0}"#.to_owned(),
+        ),
+    ];
+    for (expected, key, value) in cases {
+        let ns = fresh("corrupt");
+        store
+            .acquire(&ns, &CONFIG, &request("first"))
+            .await
+            .unwrap();
+        store.put_raw(&ns, key, value.as_bytes()).await.unwrap();
+        let mut errors = vec![store
+            .acquire(&ns, &CONFIG, &request("a"))
+            .await
+            .unwrap_err()];
+        // `inspect` (for `cosid leases`) shows records that break the rules but refuses what it cannot decode.
+        let undecodable = !expected.starts_with("floor") && !expected.starts_with("not below");
+        if undecodable {
+            errors.push(store.inspect(&ns).await.unwrap_err());
+        }
+        for err in errors {
+            match &err {
+                StoreError::Corrupt {
+                    store: "etcd",
+                    detail,
+                    ..
+                } => {
+                    assert!(
+                        detail.contains(expected),
+                        "{key} = {value}: expected {expected:?}, got {err}"
+                    )
+                }
+                other => panic!("{key} = {value}: expected Corrupt ({expected}), got {other:?}"),
+            }
+        }
+    }
+}

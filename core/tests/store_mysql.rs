@@ -1,0 +1,210 @@
+//! The MySQL/MariaDB store against a real server: set `COSID_TEST_MYSQL_URL`
+//! (`eval "$(bash .ci/services/mariadb.sh)"` starts one); without it the tests that need a server print why they
+//! are skipped.
+#![cfg(feature = "mysql")]
+
+use cosid::clock::SystemClock;
+use cosid::lease::{AcquireRequest, Namespace, NamespaceConfig, Owner};
+use cosid::store::{LeaseStore, MysqlStore, StoreError, StoreUrl};
+use mysql_async::Value;
+use std::sync::Arc;
+
+const CONFIG: NamespaceConfig = NamespaceConfig {
+    bits: 5,
+    tolerance_ms: 1_000,
+};
+
+fn server_url(test: &str) -> Option<String> {
+    match std::env::var("COSID_TEST_MYSQL_URL") {
+        Ok(url) if !url.is_empty() => Some(url),
+        _ => {
+            eprintln!(
+                "skipped {test}: COSID_TEST_MYSQL_URL is not set (eval \"$(bash .ci/services/mariadb.sh)\" starts a server)"
+            );
+            None
+        }
+    }
+}
+
+/// A namespace no earlier run used, so tests can share one database.
+fn fresh(name: &str) -> Namespace {
+    Namespace::new(format!("{name}-{}", uuid::Uuid::new_v4())).unwrap()
+}
+
+fn request(key: &str) -> AcquireRequest {
+    AcquireRequest {
+        owner: Owner::new(key),
+        ttl_ms: 30_000,
+        preferred_slot: None,
+    }
+}
+
+async fn store(url: &str) -> MysqlStore {
+    let store = MysqlStore::open(url).await.unwrap();
+    store.init().await.unwrap();
+    store
+}
+
+#[tokio::test]
+async fn refuses_urls_without_a_database_or_with_another_scheme() {
+    for bad in [
+        "mysql://u:p@127.0.0.1:3306",
+        "mysql://u:p@127.0.0.1:3306/",
+        "postgres://x/db",
+    ] {
+        match MysqlStore::open(bad).await {
+            Err(StoreError::InvalidUrl { url, reason }) => {
+                assert_eq!(url, bad);
+                assert!(!reason.is_empty());
+            }
+            other => panic!("{bad}: expected InvalidUrl, got {other:?}"),
+        }
+    }
+}
+
+#[tokio::test]
+async fn an_unreachable_server_is_unavailable_and_the_password_is_never_printed() {
+    // Port 1 on loopback: nothing listens there, so the connection is refused at once.
+    let store = MysqlStore::open("mysql://cosid:s3cret-pw@127.0.0.1:1/cosid_test")
+        .await
+        .unwrap();
+    assert!(!format!("{store:?}").contains("s3cret-pw"), "{store:?}");
+    let err = store
+        .acquire(&fresh("down"), &CONFIG, &request("a"))
+        .await
+        .unwrap_err();
+    assert!(err.is_retryable(), "{err:?}");
+    assert!(
+        matches!(err, StoreError::Unavailable { store: "mysql", .. }),
+        "{err:?}"
+    );
+    assert!(!err.to_string().contains("s3cret-pw"), "{err}");
+}
+
+#[tokio::test]
+async fn opens_through_store_urls_with_either_scheme() {
+    let Some(url) = server_url("opens_through_store_urls_with_either_scheme") else {
+        return;
+    };
+    let mariadb = url.replacen("mysql://", "mariadb://", 1);
+    for url in [url.clone(), mariadb] {
+        let store = cosid::store::open(&StoreUrl::parse(&url).unwrap(), Arc::new(SystemClock))
+            .await
+            .unwrap();
+        assert_eq!(store.kind(), "mysql");
+        store.init().await.unwrap();
+        let ns = fresh("open");
+        let got = store.acquire(&ns, &CONFIG, &request("a")).await.unwrap();
+        assert_eq!(got.lease.slot, 0);
+    }
+}
+
+#[tokio::test]
+async fn the_store_clock_is_the_database_clock_in_milliseconds() {
+    let Some(url) = server_url("the_store_clock_is_the_database_clock_in_milliseconds") else {
+        return;
+    };
+    let store = store(&url).await;
+    let ns = fresh("clock");
+    let got = store.acquire(&ns, &CONFIG, &request("a")).await.unwrap();
+    let lease = got.lease;
+    // Both the server and this test run on this machine: the clocks agree to well within a day, which is all this
+    // checks (it catches seconds-for-milliseconds and time-zone mistakes, not skew).
+    let host = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    assert!(
+        lease.store_now.abs_diff(host) < 86_400_000,
+        "store {} host {host}",
+        lease.store_now
+    );
+    assert_eq!(lease.expires_at, lease.store_now + 30_000);
+    let seen = store.inspect(&ns).await.unwrap();
+    assert!(seen.store_now >= lease.store_now);
+}
+
+#[tokio::test]
+async fn names_differing_only_in_letter_case_never_share_a_row() {
+    let Some(url) = server_url("names_differing_only_in_letter_case_never_share_a_row") else {
+        return;
+    };
+    let store = store(&url).await;
+    // MySQL compares text without regard to case unless told otherwise: the key columns are binary.
+    let base = uuid::Uuid::new_v4().simple().to_string();
+    let lower = Namespace::new(format!("orders-{base}")).unwrap();
+    let upper = Namespace::new(format!("ORDERS-{base}")).unwrap();
+    let a = store.acquire(&lower, &CONFIG, &request("a")).await.unwrap();
+    let b = store.acquire(&upper, &CONFIG, &request("b")).await.unwrap();
+    assert_eq!((a.lease.slot, b.lease.slot), (0, 0));
+    let other = NamespaceConfig { bits: 6, ..CONFIG };
+    // The upper-case namespace has its own record: other settings there do not touch the lower-case one.
+    let c = store
+        .acquire(&upper, &other, &request("c"))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(c, StoreError::NamespaceMismatch { field: "bits", .. }),
+        "{c:?}"
+    );
+    assert_eq!(store.inspect(&lower).await.unwrap().slots.len(), 1);
+    assert_eq!(store.inspect(&upper).await.unwrap().slots.len(), 1);
+}
+
+#[tokio::test]
+async fn undecodable_rows_are_corrupt_never_absent() {
+    let Some(url) = server_url("undecodable_rows_are_corrupt_never_absent") else {
+        return;
+    };
+    let store = store(&url).await;
+    let row =
+        |slot: i64, key: Option<&str>, inc: Option<&str>, fence: i64, floor: i64, ceiling: i64| {
+            vec![
+                Value::from(slot),
+                Value::from(key),
+                Value::from(inc),
+                Value::from(key),
+                Value::from(fence),
+                Value::from(ceiling),
+                Value::from(floor),
+                Value::from(ceiling),
+                Value::from(ceiling),
+            ]
+        };
+    let uuid = uuid::Uuid::new_v4().to_string();
+    let cases: Vec<(&str, Vec<Value>)> = vec![
+        (
+            "incarnation",
+            row(0, Some("k"), Some("not-a-uuid"), 1, 10, 20),
+        ),
+        ("both set or both empty", row(0, Some("k"), None, 1, 10, 20)),
+        ("negative", row(0, Some("k"), Some(&uuid), -3, 10, 20)),
+        ("floor", row(0, Some("k"), Some(&uuid), 1, 30, 20)),
+        ("not below 2^5", row(40, Some("k"), Some(&uuid), 1, 10, 20)),
+        ("out of range", row(-1, Some("k"), Some(&uuid), 1, 10, 20)),
+    ];
+    for (expected, values) in cases {
+        let ns = fresh("corrupt");
+        // The namespace record exists (so only the slot row is bad), and slot 0 is free again.
+        let first = store
+            .acquire(&ns, &CONFIG, &request("first"))
+            .await
+            .unwrap();
+        store.release(&first.lease, None).await.unwrap();
+        store.put_raw_slot(&ns, values).await.unwrap();
+        let err = store
+            .acquire(&ns, &CONFIG, &request("a"))
+            .await
+            .unwrap_err();
+        match &err {
+            StoreError::Corrupt {
+                store: "mysql",
+                detail,
+                ..
+            } => {
+                assert!(detail.contains(expected), "{expected}: {err}")
+            }
+            other => panic!("{expected}: expected Corrupt, got {other:?}"),
+        }
+    }
+}
