@@ -341,19 +341,6 @@ impl PostgresStore {
             }
         }
     }
-
-    /// Writes a slot record as it is, without any check, as one `INSERT ... ON CONFLICT DO UPDATE`: for tests of
-    /// corrupt or tampered records, and for repairs by hand.
-    pub async fn put_raw(
-        &self,
-        namespace: &Namespace,
-        record: &SlotRecord,
-    ) -> Result<(), StoreError> {
-        self.transaction(false, async |tx| {
-            write_slot(self, tx, namespace, record).await
-        })
-        .await
-    }
 }
 
 /// `url` with its password replaced, for messages.

@@ -347,69 +347,6 @@ impl RedisStore {
         }
     }
 
-    /// Writes a slot record as it is, without any check, in the store's own form (one `HSET`, plus `HDEL` of the
-    /// owner fields when it has none): for tests of corrupt or tampered records, and for repairs by hand.
-    pub async fn put_raw(
-        &self,
-        namespace: &Namespace,
-        record: &SlotRecord,
-    ) -> Result<(), StoreError> {
-        let p = format!("{}.", record.slot);
-        let mut set: Vec<(String, String)> = vec![
-            (format!("{p}fence"), record.fence.to_string()),
-            (format!("{p}expires_at"), record.expires_at.to_string()),
-            (format!("{p}floor"), record.floor.to_string()),
-            (format!("{p}ceiling"), record.ceiling.to_string()),
-            (format!("{p}next_floor"), record.next_floor.to_string()),
-        ];
-        let mut gone = Vec::new();
-        match &record.owner {
-            Some(o) => {
-                set.push((format!("{p}owner_key"), o.key.clone()));
-                set.push((format!("{p}incarnation"), o.incarnation.to_string()));
-            }
-            None => gone.extend([format!("{p}owner_key"), format!("{p}incarnation")]),
-        }
-        match &record.last_owner_key {
-            Some(k) => set.push((format!("{p}last_owner_key"), k.clone())),
-            None => gone.push(format!("{p}last_owner_key")),
-        }
-        let key = Self::slots_key(namespace);
-        let mut pipe = ::redis::pipe();
-        pipe.atomic().hset_multiple(&key, &set).ignore();
-        if !gone.is_empty() {
-            pipe.hdel(&key, &gone).ignore();
-        }
-        let mut conn = self.connection().await?;
-        let result = pipe.query_async::<()>(&mut conn).await;
-        self.finish(result).await
-    }
-
-    /// Sets one field of a hash as it is (`HSET key field value`): for tests of records that do not decode.
-    pub async fn put_raw_field(
-        &self,
-        key: &str,
-        field: &str,
-        value: &str,
-    ) -> Result<(), StoreError> {
-        let mut cmd = ::redis::cmd("HSET");
-        cmd.arg(key).arg(field).arg(value);
-        let mut conn = self.connection().await?;
-        let result = cmd.query_async::<()>(&mut conn).await;
-        self.finish(result).await
-    }
-
-    /// The time to live of `key`: `None` when it has none, as every cosid key should (`PTTL`). For checks of a
-    /// deployment: a TTL on a lease key breaks the safety claim.
-    pub async fn key_ttl(&self, key: &str) -> Result<Option<Duration>, StoreError> {
-        let mut cmd = ::redis::cmd("PTTL");
-        cmd.arg(key);
-        let mut conn = self.connection().await?;
-        let result = cmd.query_async::<i64>(&mut conn).await;
-        let ms = self.finish(result).await?;
-        Ok(u64::try_from(ms).ok().map(Duration::from_millis))
-    }
-
     /// Maps the result of a plain command, dropping the connection if the command broke it.
     async fn finish<T>(&self, result: Result<T, RedisError>) -> Result<T, StoreError> {
         match result {
