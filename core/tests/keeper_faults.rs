@@ -270,14 +270,15 @@ fn renewal_backs_off_then_recovers_on_sqlite() {
     renewal_backs_off_then_recovers(Arc::new(store), clock);
 }
 
-/// A namespace of 2 slots, both held by live runtimes.
+/// A namespace of 2 slots, both held by live runtimes. Their leases are long, so that a slow renewal on a busy
+/// machine cannot free a slot; the contender's short ttl keeps its retries frequent (at most ttl/3 apart).
 fn full_namespace(store: &Arc<dyn LeaseStore>) -> (Runtime, Runtime) {
     let holder = |key: &str| {
         Runtime::builder()
             .store_instance(store.clone())
             .namespace("full")
             .bits(1)
-            .ttl(Duration::from_millis(600))
+            .ttl(Duration::from_secs(10))
             .tolerance(Duration::from_millis(100))
             .owner_key(key)
             .build()
@@ -303,7 +304,7 @@ fn startup_retries_an_exhausted_namespace_then_fails() {
     let inner: Arc<dyn LeaseStore> = Arc::new(MemoryStore::new(Arc::new(SystemClock)));
     let (h1, h2) = full_namespace(&inner);
     let store = Faulty::new(inner);
-    let err = contender(store.clone(), Duration::from_millis(450)).unwrap_err();
+    let err = contender(store.clone(), Duration::from_secs(1)).unwrap_err();
     assert_eq!(err.code(), "EXHAUSTED", "{err:?}");
     match &err {
         Error::Store(StoreError::Exhausted {
@@ -361,7 +362,7 @@ fn startup_retries_an_unreachable_store_until_it_answers() {
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     let store = Faulty::new(Arc::new(MemoryStore::new(clock)));
     store.fail_acquire.store(true, Ordering::SeqCst);
-    let err = contender(store.clone(), Duration::from_millis(350)).unwrap_err();
+    let err = contender(store.clone(), Duration::from_millis(600)).unwrap_err();
     assert_eq!(err.code(), "STORE_UNAVAILABLE", "{err:?}");
     assert!(store.acquires.load(Ordering::SeqCst) >= 2);
 

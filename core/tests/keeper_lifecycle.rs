@@ -176,7 +176,8 @@ fn lost_lease_fails_fast_then_a_new_slot_is_acquired() {
             .store_instance(Arc::new(store.clone()))
             .namespace("lost")
             .bits(1)
-            .ttl(Duration::from_millis(300))
+            // Long enough that b's lease cannot lapse on a busy machine while r waits for a slot.
+            .ttl(Duration::from_millis(900))
             .tolerance(Duration::from_millis(100))
             .owner_key(key)
             .subscribe(events.listener())
