@@ -6,6 +6,7 @@ use crate::event::Event;
 use crate::generator::{Generator, Window};
 use crate::lease::{AcquireRequest, Acquired, Namespace, NamespaceConfig, Owner, SlotLease};
 use crate::store::{LeaseStore, StoreError};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 use tokio::sync::watch;
@@ -61,6 +62,9 @@ pub struct Status {
 pub(crate) struct Shared {
     pub(crate) generator: Generator,
     lease: Mutex<(SlotLease, State)>,
+    /// For every slot this runtime held: the highest fence and ceiling the store ever granted it. A later grant
+    /// of the same slot below them means the store lost writes.
+    seen: Mutex<HashMap<u32, (u64, u64)>>,
     listeners: Mutex<Vec<Listener>>,
     pub(crate) store_kind: &'static str,
 }
@@ -85,6 +89,7 @@ impl Shared {
         Self {
             generator,
             lease: Mutex::new((lease, State::Active)),
+            seen: Mutex::default(),
             listeners: Mutex::default(),
             store_kind,
         }
@@ -126,7 +131,37 @@ impl Shared {
     }
 
     pub(crate) fn set(&self, lease: &SlotLease, state: State) {
+        let mut seen = lock(&self.seen);
+        let entry = seen
+            .entry(lease.slot)
+            .or_insert((lease.fence, lease.ceiling));
+        *entry = (entry.0.max(lease.fence), entry.1.max(lease.ceiling));
+        drop(seen);
         *lock(&self.lease) = (lease.clone(), state);
+    }
+
+    /// What went backwards if `lease`, a new grant, is below what this runtime saw of its slot before.
+    fn regression(&self, lease: &SlotLease) -> Option<(String, u64)> {
+        let (fence, ceiling) = *lock(&self.seen).get(&lease.slot)?;
+        if lease.fence <= fence {
+            Some((
+                format!(
+                    "fence {} granted, but this runtime held fence {fence}",
+                    lease.fence
+                ),
+                ceiling,
+            ))
+        } else if lease.floor < ceiling {
+            Some((
+                format!(
+                    "floor {} granted, below the ceiling {ceiling} this runtime held",
+                    lease.floor
+                ),
+                ceiling,
+            ))
+        } else {
+            None
+        }
     }
 
     pub(crate) fn set_state(&self, state: State) {
@@ -166,13 +201,15 @@ impl Keeper {
                 Ok(a) => return Ok(a),
                 Err(e) => e,
             };
+            // Not `clamp`: below a 300 ms ttl, ttl/3 is under MIN_BACKOFF and `clamp` would panic.
             let wait = match &err {
                 StoreError::Exhausted {
                     earliest_expiry,
                     store_now,
                     ..
                 } => Duration::from_millis(earliest_expiry.saturating_sub(*store_now) + 1)
-                    .clamp(MIN_BACKOFF, self.ttl() / 3),
+                    .min(self.ttl() / 3)
+                    .max(MIN_BACKOFF),
                 e if e.is_retryable() => backoff,
                 _ => return Err(err),
             };
@@ -235,6 +272,32 @@ impl Keeper {
                 .renew(&lease, self.request.ttl_ms, self.ns_config.tolerance_ms)
                 .await
             {
+                Ok(renewed)
+                    if renewed.fence != lease.fence
+                        || renewed.floor != lease.floor
+                        || renewed.ceiling < lease.ceiling =>
+                {
+                    // A renewal can only keep the fence and floor and raise the ceiling: anything else means the
+                    // store's record went backwards under this lease. Stop issuing on it at once.
+                    shared.generator.invalidate();
+                    shared.set_state(State::Reacquiring);
+                    let detail = format!(
+                        "renewal returned fence {}, floor {}, ceiling {} for a lease with fence {}, floor {}, ceiling {}",
+                        renewed.fence, renewed.floor, renewed.ceiling, lease.fence, lease.floor, lease.ceiling
+                    );
+                    self.refuse(
+                        &shared,
+                        &renewed,
+                        detail,
+                        lease.ceiling.max(renewed.ceiling),
+                    )
+                    .await;
+                    if !self.reacquire(&shared, &mut stop).await {
+                        return;
+                    }
+                    wait = period;
+                    backoff = MIN_BACKOFF;
+                }
                 Ok(renewed) => {
                     shared.generator.extend(renewed.ceiling);
                     shared.set(&renewed, State::Active);
@@ -282,10 +345,13 @@ impl Keeper {
         loop {
             tokio::select! {
                 r = self.acquire(self.ttl()) => match r {
-                    Ok(acquired) => {
-                        self.install(shared, &acquired);
-                        return true;
-                    }
+                    Ok(acquired) => match shared.regression(&acquired.lease) {
+                        None => {
+                            self.install(shared, &acquired);
+                            return true;
+                        }
+                        Some((detail, ceiling)) => self.refuse(shared, &acquired.lease, detail, ceiling).await,
+                    },
                     Err(e) => {
                         shared.emit(Event::RenewFailed {
                             slot: shared.current_lease().slot,
@@ -309,6 +375,19 @@ impl Keeper {
                 }
             }
             backoff = (backoff * 2).min(self.ttl() / 6).max(MIN_BACKOFF);
+        }
+    }
+
+    /// Refuses a slot whose record went backwards: never issues on it, and gives it back with the ceiling this
+    /// runtime knows was used, which lifts the slot's `next_floor` back above every timestamp issued on it.
+    async fn refuse(&self, shared: &Shared, lease: &SlotLease, detail: String, ceiling: u64) {
+        tracing::error!(slot = lease.slot, %detail, "cosid: the store lost writes; refusing the slot");
+        shared.emit(Event::StoreRegression {
+            slot: lease.slot,
+            detail,
+        });
+        if let Err(e) = self.store.release(lease, Some(ceiling)).await {
+            tracing::warn!(error = %e, slot = lease.slot, "cosid: could not give back a refused slot");
         }
     }
 

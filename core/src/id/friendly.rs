@@ -105,7 +105,7 @@ impl Layout {
         }
         let since = timestamp_ms - first_ms;
         let tick_ms = self.tick().millis();
-        if since % tick_ms != 0 {
+        if !since.is_multiple_of(tick_ms) {
             return Err(IdError::NotTickBoundary {
                 timestamp_ms,
                 tick: self.tick(),

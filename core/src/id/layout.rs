@@ -187,7 +187,7 @@ impl Layout {
                 max: Self::MAX_UNIX_MS,
             });
         }
-        if epoch_ms % tick.millis() != 0 {
+        if !epoch_ms.is_multiple_of(tick.millis()) {
             return Err(LayoutError::EpochNotTickAligned { epoch_ms, tick });
         }
         // Each width is at most 61 here, so the span fits u128 with room to spare.
