@@ -331,6 +331,25 @@ fn startup_retries_an_exhausted_namespace_then_fails() {
 }
 
 #[test]
+fn startup_on_an_exhausted_namespace_with_a_short_ttl_fails_without_panicking() {
+    // ttl/3 (50 ms) is below the least retry delay (100 ms): the wait must still be a valid duration.
+    let inner: Arc<dyn LeaseStore> = Arc::new(MemoryStore::new(Arc::new(SystemClock)));
+    let (_h1, _h2) = full_namespace(&inner);
+    let store = Faulty::new(inner);
+    let err = Runtime::builder()
+        .store_instance(store.clone())
+        .namespace("full")
+        .bits(1)
+        .ttl(Duration::from_millis(150))
+        .tolerance(Duration::from_millis(100))
+        .acquire_timeout(Duration::from_millis(500))
+        .build()
+        .unwrap_err();
+    assert_eq!(err.code(), "EXHAUSTED", "{err:?}");
+    assert!(store.acquires.load(Ordering::SeqCst) >= 2);
+}
+
+#[test]
 fn startup_succeeds_when_a_slot_frees_within_the_timeout() {
     let inner: Arc<dyn LeaseStore> = Arc::new(MemoryStore::new(Arc::new(SystemClock)));
     let (h1, h2) = full_namespace(&inner);
