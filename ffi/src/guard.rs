@@ -1,0 +1,143 @@
+//! What every export goes through: panics caught, pointers checked, strings read with a bound, text written into
+//! caller buffers.
+
+use crate::error::{set_last_error, FfiError};
+use crate::result::cosid_result;
+use crate::COSID_MAX_STRING_LEN;
+use std::ffi::c_char;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+/// Runs the body of an export: `Ok` is `COSID_RESULT_OK`; an error is recorded for `cosid_last_error` and its
+/// code returned; a panic becomes `COSID_RESULT_PANIC` and never crosses into C.
+#[inline(always)]
+pub(crate) fn call(body: impl FnOnce() -> Result<(), FfiError>) -> cosid_result {
+    // AssertUnwindSafe: after a panic the caller gets PANIC and every handle stays in a state its own code
+    // tolerates (state behind locks is replaced whole, atomics are never half-written).
+    match catch_unwind(AssertUnwindSafe(body)) {
+        Ok(Ok(())) => cosid_result::Ok,
+        Ok(Err(e)) => fail(e),
+        Err(payload) => panicked(payload),
+    }
+}
+
+/// As [`call`], but the failure is not recorded (for `cosid_last_error` itself).
+pub(crate) fn call_quiet(body: impl FnOnce() -> Result<(), FfiError>) -> cosid_result {
+    match catch_unwind(AssertUnwindSafe(body)) {
+        Ok(Ok(())) => cosid_result::Ok,
+        Ok(Err(e)) => e.code,
+        Err(_) => cosid_result::Panic,
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn fail(e: FfiError) -> cosid_result {
+    set_last_error(e.code, &e.message);
+    e.code
+}
+
+#[cold]
+#[inline(never)]
+fn panicked(payload: Box<dyn std::any::Any + Send>) -> cosid_result {
+    let what = payload
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic without a message".to_owned());
+    set_last_error(
+        cosid_result::Panic,
+        &format!("caught a panic (a bug in cosid): {what}"),
+    );
+    // Dropping the payload could itself panic; leak it instead.
+    std::mem::forget(payload);
+    cosid_result::Panic
+}
+
+/// A shared reference to `*p`, or `NULL_POINTER` naming the argument.
+///
+/// # Safety
+///
+/// `p` is NULL or points to a live, properly aligned `T` that nothing mutates for `'a`.
+#[inline(always)]
+pub(crate) unsafe fn try_ref<'a, T>(p: *const T, name: &str) -> Result<&'a T, FfiError> {
+    // SAFETY: the caller's contract; NULL is handled by `as_ref`.
+    match unsafe { p.as_ref() } {
+        Some(r) => Ok(r),
+        None => Err(FfiError::null(name)),
+    }
+}
+
+/// Checks an out-parameter: `NULL_POINTER` naming it if it is NULL.
+#[inline(always)]
+pub(crate) fn check_out<T>(p: *mut T, name: &str) -> Result<*mut T, FfiError> {
+    if p.is_null() {
+        Err(FfiError::null(name))
+    } else {
+        Ok(p)
+    }
+}
+
+/// Reads a NUL-terminated UTF-8 string of at most [`COSID_MAX_STRING_LEN`] bytes.
+///
+/// # Safety
+///
+/// `p` is NULL or points to readable memory that holds a NUL within its first `COSID_MAX_STRING_LEN + 1` bytes or
+/// is at least that long, and stays unchanged for `'a`.
+pub(crate) unsafe fn read_str<'a>(p: *const c_char, name: &str) -> Result<&'a str, FfiError> {
+    if p.is_null() {
+        return Err(FfiError::null(name));
+    }
+    // SAFETY: `p` is not NULL, and the caller guarantees the bytes up to the NUL or the bound are readable;
+    // strnlen reads no further than either.
+    let len = unsafe { libc::strnlen(p, COSID_MAX_STRING_LEN + 1) };
+    if len > COSID_MAX_STRING_LEN {
+        return Err(FfiError::new(
+            cosid_result::StringTooLong,
+            format!("`{name}` is longer than {COSID_MAX_STRING_LEN} bytes: expected a shorter NUL-terminated string"),
+        ));
+    }
+    // SAFETY: `len` bytes from `p` are readable (strnlen found the NUL at `len`), and the caller keeps them
+    // unchanged for 'a.
+    let bytes = unsafe { std::slice::from_raw_parts(p.cast::<u8>(), len) };
+    std::str::from_utf8(bytes).map_err(|e| {
+        FfiError::new(
+            cosid_result::InvalidUtf8,
+            format!(
+                "`{name}` is not valid UTF-8 (invalid byte 0x{:02x} at offset {}): expected UTF-8 text",
+                bytes[e.valid_up_to()],
+                e.valid_up_to()
+            ),
+        )
+    })
+}
+
+/// Copies `text` and a NUL into `buf` (`buf_len` bytes) and its length into `*out_len`. When `buf` is too small,
+/// writes only `*out_len` (the text's length) and returns `BUFFER_TOO_SMALL`.
+pub(crate) fn write_text(
+    text: &str,
+    buf: *mut c_char,
+    buf_len: usize,
+    out_len: *mut usize,
+) -> Result<(), FfiError> {
+    let buf = check_out(buf, "buf")?;
+    let out_len = check_out(out_len, "out_len")?;
+    if text.len() >= buf_len {
+        // SAFETY: `out_len` is not NULL, and the caller passes a writable `size_t`.
+        unsafe { out_len.write(text.len()) };
+        return Err(FfiError::new(
+            cosid_result::BufferTooSmall,
+            format!(
+                "the buffer holds {buf_len} bytes: expected at least {} (the text and its NUL)",
+                text.len() + 1
+            ),
+        ));
+    }
+    // SAFETY: `buf` is not NULL and the caller guarantees `buf_len` writable bytes; we write `text.len() + 1 <=
+    // buf_len` of them. The source is a Rust string, which cannot overlap the caller's buffer.
+    unsafe {
+        std::ptr::copy_nonoverlapping(text.as_ptr(), buf.cast::<u8>(), text.len());
+        buf.add(text.len()).write(0);
+        out_len.write(text.len());
+    }
+    Ok(())
+}
