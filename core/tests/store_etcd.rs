@@ -1,29 +1,87 @@
-//! The etcd v3 store against a real server: set `COSID_TEST_ETCD_URL` (`eval "$(bash .ci/services/etcd.sh)"`
-//! starts one); without it the tests that need a server print why they are skipped.
+//! The etcd v3 store against a real server: the conformance suite, then what is particular to this store.
+//!
+//! Set `COSID_TEST_ETCD_URL` (`eval "$(bash .ci/services/etcd.sh)"` starts a server and sets it); without it the
+//! tests that need a server print why they are skipped. etcd has no clock, so the store clock is the caller's:
+//! here a manual clock, which the suite moves instead of waiting.
 #![cfg(feature = "etcd")]
 
+mod conformance;
+
 use cosid::clock::{Clock, ManualClock};
-use cosid::lease::{AcquireRequest, Namespace, NamespaceConfig, Owner};
+use cosid::lease::{AcquireRequest, Namespace, NamespaceConfig, Owner, SlotRecord};
 use cosid::store::{EtcdStore, LeaseStore, StoreError, StoreUrl};
 use std::sync::Arc;
+
+struct Etcd {
+    clock: ManualClock,
+    store: Arc<EtcdStore>,
+    url: String,
+}
+
+impl conformance::Target for Etcd {
+    fn store(&self) -> Arc<dyn LeaseStore> {
+        self.store.clone()
+    }
+
+    /// A plain `put` of the record as JSON, with a client of its own, as `etcdctl put` would do it.
+    async fn put_raw(&self, namespace: &Namespace, r: &SlotRecord) {
+        let owner = r
+            .owner
+            .as_ref()
+            .map(|o| serde_json::json!({ "key": o.key, "incarnation": o.incarnation.to_string() }));
+        let value = serde_json::json!({
+            "owner": owner,
+            "last_owner_key": r.last_owner_key,
+            "fence": r.fence,
+            "expires_at": r.expires_at,
+            "floor": r.floor,
+            "ceiling": r.ceiling,
+            "next_floor": r.next_floor,
+        });
+        put_raw(
+            &self.url,
+            namespace,
+            &format!("slot/{}", r.slot),
+            value.to_string().as_bytes(),
+        )
+        .await;
+    }
+
+    fn manual_clock(&self) -> Option<&ManualClock> {
+        Some(&self.clock)
+    }
+}
+
+async fn target() -> Option<Etcd> {
+    let url = conformance::server_url("COSID_TEST_ETCD_URL", ".ci/services/etcd.sh")?;
+    let clock = ManualClock::new(conformance::T0);
+    let store = Arc::new(
+        EtcdStore::open(&endpoints(&url), Arc::new(clock.clone()))
+            .await
+            .unwrap(),
+    );
+    Some(Etcd { clock, store, url })
+}
+
+conformance::conformance_tests!(target());
+
+/// Puts `value` at `key` (relative to the namespace's prefix) with a client of its own, bypassing the store.
+async fn put_raw(url: &str, namespace: &Namespace, key: &str, value: &[u8]) {
+    let mut client = etcd_client::Client::connect(endpoints(url), None)
+        .await
+        .unwrap();
+    let key = format!("cosid/{}/{key}", namespace.encoded());
+    client.put(key, value, None).await.unwrap();
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// What is particular to etcd.
 
 const CONFIG: NamespaceConfig = NamespaceConfig {
     bits: 5,
     tolerance_ms: 1_000,
 };
 const T0: u64 = 1_700_000_000_000;
-
-fn server_url(test: &str) -> Option<String> {
-    match std::env::var("COSID_TEST_ETCD_URL") {
-        Ok(url) if !url.is_empty() => Some(url),
-        _ => {
-            eprintln!(
-                "skipped {test}: COSID_TEST_ETCD_URL is not set (eval \"$(bash .ci/services/etcd.sh)\" starts a server)"
-            );
-            None
-        }
-    }
-}
 
 fn endpoints(url: &str) -> Vec<String> {
     match StoreUrl::parse(url).unwrap() {
@@ -91,7 +149,7 @@ async fn an_unreachable_cluster_is_unavailable_and_the_password_is_never_printed
 
 #[tokio::test]
 async fn opens_through_a_store_url() {
-    let Some(url) = server_url("opens_through_a_store_url") else {
+    let Some(url) = conformance::server_url("COSID_TEST_ETCD_URL", ".ci/services/etcd.sh") else {
         return;
     };
     let clock = ManualClock::new(T0);
@@ -109,7 +167,7 @@ async fn opens_through_a_store_url() {
 
 #[tokio::test]
 async fn the_store_clock_is_the_callers_clock() {
-    let Some(url) = server_url("the_store_clock_is_the_callers_clock") else {
+    let Some(url) = conformance::server_url("COSID_TEST_ETCD_URL", ".ci/services/etcd.sh") else {
         return;
     };
     let clock = ManualClock::new(T0);
@@ -137,8 +195,7 @@ async fn the_store_clock_is_the_callers_clock() {
 
 #[tokio::test]
 async fn records_are_json_under_the_namespace_prefix_and_carry_no_ttl() {
-    let Some(url) = server_url("records_are_json_under_the_namespace_prefix_and_carry_no_ttl")
-    else {
+    let Some(url) = conformance::server_url("COSID_TEST_ETCD_URL", ".ci/services/etcd.sh") else {
         return;
     };
     let clock = ManualClock::new(T0);
@@ -178,7 +235,7 @@ async fn records_are_json_under_the_namespace_prefix_and_carry_no_ttl() {
 
 #[tokio::test]
 async fn undecodable_values_and_stray_keys_are_corrupt_never_absent() {
-    let Some(url) = server_url("undecodable_values_and_stray_keys_are_corrupt_never_absent") else {
+    let Some(url) = conformance::server_url("COSID_TEST_ETCD_URL", ".ci/services/etcd.sh") else {
         return;
     };
     let clock = ManualClock::new(T0);
@@ -223,7 +280,7 @@ async fn undecodable_values_and_stray_keys_are_corrupt_never_absent() {
             .acquire(&ns, &CONFIG, &request("first"))
             .await
             .unwrap();
-        store.put_raw(&ns, key, value.as_bytes()).await.unwrap();
+        put_raw(&url, &ns, key, value.as_bytes()).await;
         let mut errors = vec![store
             .acquire(&ns, &CONFIG, &request("a"))
             .await

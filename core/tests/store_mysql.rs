@@ -1,30 +1,84 @@
-//! The MySQL/MariaDB store against a real server: set `COSID_TEST_MYSQL_URL`
-//! (`eval "$(bash .ci/services/mariadb.sh)"` starts one); without it the tests that need a server print why they
-//! are skipped.
+//! The MySQL/MariaDB store against a real server: the conformance suite, then what is particular to this store.
+//!
+//! Set `COSID_TEST_MYSQL_URL` (`eval "$(bash .ci/services/mariadb.sh)"` starts a server and sets it); without it
+//! the tests that need a server print why they are skipped. The store clock is the database's, so the suite's
+//! expiry cases wait for it in real time (a few hundred milliseconds).
 #![cfg(feature = "mysql")]
 
+mod conformance;
+
 use cosid::clock::SystemClock;
-use cosid::lease::{AcquireRequest, Namespace, NamespaceConfig, Owner};
+use cosid::lease::{AcquireRequest, Namespace, NamespaceConfig, Owner, SlotRecord};
 use cosid::store::{LeaseStore, MysqlStore, StoreError, StoreUrl};
+use mysql_async::prelude::Queryable;
 use mysql_async::Value;
 use std::sync::Arc;
+
+struct Mysql {
+    store: Arc<MysqlStore>,
+    url: String,
+}
+
+impl conformance::Target for Mysql {
+    fn store(&self) -> Arc<dyn LeaseStore> {
+        self.store.clone()
+    }
+
+    /// A plain SQL upsert on a connection of its own, as a hand edit would do it.
+    async fn put_raw(&self, namespace: &Namespace, r: &SlotRecord) {
+        put_raw_row(
+            &self.url,
+            namespace,
+            vec![
+                Value::from(r.slot),
+                Value::from(r.owner.as_ref().map(|o| o.key.clone())),
+                Value::from(r.owner.as_ref().map(|o| o.incarnation.to_string())),
+                Value::from(r.last_owner_key.clone()),
+                Value::from(r.fence as i64),
+                Value::from(r.expires_at as i64),
+                Value::from(r.floor as i64),
+                Value::from(r.ceiling as i64),
+                Value::from(r.next_floor as i64),
+            ],
+        )
+        .await;
+    }
+}
+
+async fn target() -> Option<Mysql> {
+    let url = conformance::server_url("COSID_TEST_MYSQL_URL", ".ci/services/mariadb.sh")?;
+    let store = Arc::new(MysqlStore::open(&url).await.unwrap());
+    Some(Mysql { store, url })
+}
+
+conformance::conformance_tests!(target());
+
+/// Writes a slot row with `values` for the columns `slot, owner_key, incarnation, last_owner_key, fence,
+/// expires_at, floor, ceiling, next_floor`, bypassing the store.
+async fn put_raw_row(url: &str, namespace: &Namespace, values: Vec<Value>) {
+    let url = url.replacen("mariadb://", "mysql://", 1);
+    let mut conn = mysql_async::Conn::new(mysql_async::Opts::from_url(&url).unwrap())
+        .await
+        .unwrap();
+    let mut params = vec![Value::from(namespace.encoded())];
+    params.extend(values);
+    conn.exec_drop(
+        "REPLACE INTO cosid_slot (namespace, slot, owner_key, incarnation, last_owner_key, fence, expires_at,
+         floor, ceiling, next_floor) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        params,
+    )
+    .await
+    .unwrap();
+    conn.disconnect().await.unwrap();
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// What is particular to MySQL and MariaDB.
 
 const CONFIG: NamespaceConfig = NamespaceConfig {
     bits: 5,
     tolerance_ms: 1_000,
 };
-
-fn server_url(test: &str) -> Option<String> {
-    match std::env::var("COSID_TEST_MYSQL_URL") {
-        Ok(url) if !url.is_empty() => Some(url),
-        _ => {
-            eprintln!(
-                "skipped {test}: COSID_TEST_MYSQL_URL is not set (eval \"$(bash .ci/services/mariadb.sh)\" starts a server)"
-            );
-            None
-        }
-    }
-}
 
 /// A namespace no earlier run used, so tests can share one database.
 fn fresh(name: &str) -> Namespace {
@@ -83,7 +137,8 @@ async fn an_unreachable_server_is_unavailable_and_the_password_is_never_printed(
 
 #[tokio::test]
 async fn opens_through_store_urls_with_either_scheme() {
-    let Some(url) = server_url("opens_through_store_urls_with_either_scheme") else {
+    let Some(url) = conformance::server_url("COSID_TEST_MYSQL_URL", ".ci/services/mariadb.sh")
+    else {
         return;
     };
     let mariadb = url.replacen("mysql://", "mariadb://", 1);
@@ -101,7 +156,8 @@ async fn opens_through_store_urls_with_either_scheme() {
 
 #[tokio::test]
 async fn the_store_clock_is_the_database_clock_in_milliseconds() {
-    let Some(url) = server_url("the_store_clock_is_the_database_clock_in_milliseconds") else {
+    let Some(url) = conformance::server_url("COSID_TEST_MYSQL_URL", ".ci/services/mariadb.sh")
+    else {
         return;
     };
     let store = store(&url).await;
@@ -126,7 +182,8 @@ async fn the_store_clock_is_the_database_clock_in_milliseconds() {
 
 #[tokio::test]
 async fn names_differing_only_in_letter_case_never_share_a_row() {
-    let Some(url) = server_url("names_differing_only_in_letter_case_never_share_a_row") else {
+    let Some(url) = conformance::server_url("COSID_TEST_MYSQL_URL", ".ci/services/mariadb.sh")
+    else {
         return;
     };
     let store = store(&url).await;
@@ -153,7 +210,8 @@ async fn names_differing_only_in_letter_case_never_share_a_row() {
 
 #[tokio::test]
 async fn undecodable_rows_are_corrupt_never_absent() {
-    let Some(url) = server_url("undecodable_rows_are_corrupt_never_absent") else {
+    let Some(url) = conformance::server_url("COSID_TEST_MYSQL_URL", ".ci/services/mariadb.sh")
+    else {
         return;
     };
     let store = store(&url).await;
@@ -191,7 +249,7 @@ async fn undecodable_rows_are_corrupt_never_absent() {
             .await
             .unwrap();
         store.release(&first.lease, None).await.unwrap();
-        store.put_raw_slot(&ns, values).await.unwrap();
+        put_raw_row(&url, &ns, values).await;
         let err = store
             .acquire(&ns, &CONFIG, &request("a"))
             .await

@@ -413,24 +413,6 @@ impl EtcdStore {
             .await
             .unwrap_or_else(|_| Err(unavailable(Failure::TimedOut(OPERATION_TIMEOUT))))
     }
-
-    /// Writes `value` at a key of `namespace` exactly as given, bypassing every check: for tests of corrupt or
-    /// tampered records. `key` is relative to the namespace's prefix (`ns` or `slot/<n>`).
-    #[doc(hidden)]
-    pub async fn put_raw(
-        &self,
-        namespace: &Namespace,
-        key: &str,
-        value: &[u8],
-    ) -> Result<(), StoreError> {
-        let key = format!("{}{key}", prefix(namespace));
-        self.kv()
-            .await?
-            .put(key, value, None)
-            .await
-            .map_err(etcd_err)?;
-        Ok(())
-    }
 }
 
 /// Reads every record of the namespace at one revision.

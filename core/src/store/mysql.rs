@@ -283,28 +283,6 @@ impl MysqlStore {
             .unwrap_or_else(|_| Err(unavailable(TimedOut(OPERATION_TIMEOUT))))
     }
 
-    /// Writes a slot row exactly as given, bypassing every check: for tests of corrupt or tampered records.
-    ///
-    /// `values` are the columns `slot, owner_key, incarnation, last_owner_key, fence, expires_at, floor, ceiling,
-    /// next_floor`, as SQL values (any type the column accepts).
-    #[doc(hidden)]
-    pub async fn put_raw_slot(
-        &self,
-        namespace: &Namespace,
-        values: Vec<Value>,
-    ) -> Result<(), StoreError> {
-        self.ensure_schema().await?;
-        let mut conn = self.pool.get_conn().await.map_err(db)?;
-        let mut params = vec![Value::from(namespace.encoded())];
-        params.extend(values);
-        conn.exec_drop(
-            format!("REPLACE INTO cosid_slot (namespace, {SLOT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"),
-            params,
-        )
-        .await
-        .map_err(db)
-    }
-
     /// Closes the pool's connections.
     pub async fn close(self) -> Result<(), StoreError> {
         self.pool.disconnect().await.map_err(db)
