@@ -256,8 +256,13 @@ impl Keeper {
         }
     }
 
-    /// Renews until `stop` says so; then seals the generator and releases the lease with its last timestamp.
-    pub(crate) async fn run(self, shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
+    /// Renews until `stop` says so; then seals the generator and releases the lease with its last timestamp,
+    /// which it returns (`None` if the lease was lost, or nothing was issued).
+    pub(crate) async fn run(
+        self,
+        shared: Arc<Shared>,
+        mut stop: watch::Receiver<bool>,
+    ) -> Option<u64> {
         let period = self.ttl() / 3;
         let mut wait = period;
         let mut backoff = MIN_BACKOFF;
@@ -267,11 +272,20 @@ impl Keeper {
                 _ = stop.changed() => break,
             }
             let lease = shared.current_lease();
-            match self
-                .store
-                .renew(&lease, self.request.ttl_ms, self.ns_config.tolerance_ms)
-                .await
-            {
+            // A store that hangs must neither stall shutdown nor outlast the lease: bound each renewal.
+            let renewal = tokio::time::timeout(
+                period,
+                self.store
+                    .renew(&lease, self.request.ttl_ms, self.ns_config.tolerance_ms),
+            );
+            let outcome = tokio::select! {
+                r = renewal => r.unwrap_or_else(|_| Err(StoreError::Unavailable {
+                    store: self.store.kind(),
+                    source: format!("no answer to a renewal within {} ms", period.as_millis()).into(),
+                })),
+                _ = stop.changed() => break,
+            };
+            match outcome {
                 Ok(renewed)
                     if renewed.fence != lease.fence
                         || renewed.floor != lease.floor
@@ -293,7 +307,7 @@ impl Keeper {
                     )
                     .await;
                     if !self.reacquire(&shared, &mut stop).await {
-                        return;
+                        return None;
                     }
                     wait = period;
                     backoff = MIN_BACKOFF;
@@ -319,7 +333,7 @@ impl Keeper {
                         reason: e.to_string(),
                     });
                     if !self.reacquire(&shared, &mut stop).await {
-                        return;
+                        return None;
                     }
                     wait = period;
                     backoff = MIN_BACKOFF;
@@ -336,7 +350,7 @@ impl Keeper {
                 }
             }
         }
-        self.release(&shared).await;
+        self.release(&shared).await
     }
 
     /// Acquires a new slot after a loss, until it succeeds or shutdown is asked. Returns false on shutdown.
@@ -391,15 +405,15 @@ impl Keeper {
         }
     }
 
-    /// Seals the generator, then releases the lease with the exact last timestamp.
-    async fn release(&self, shared: &Shared) {
+    /// Seals the generator, then releases the lease with the exact last timestamp, which it returns.
+    async fn release(&self, shared: &Shared) -> Option<u64> {
         let was_closed = shared.generator.is_closed();
         let last = shared.generator.seal();
         let lease = shared.current_lease();
         shared.set_state(State::Closed);
         if was_closed {
             // Lost (or never bound): the lease is not ours to release.
-            return;
+            return None;
         }
         match tokio::time::timeout(self.ttl(), self.store.release(&lease, last)).await {
             Ok(Ok(())) => shared.emit(Event::Released {
@@ -414,5 +428,6 @@ impl Keeper {
                 "cosid: release timed out; the slot frees itself at expiry"
             ),
         }
+        last
     }
 }

@@ -38,12 +38,12 @@ pub struct Runtime {
 }
 
 /// The keeper's loop, lease or static, run on its own thread.
-type KeeperTask = Pin<Box<dyn Future<Output = ()> + Send>>;
+type KeeperTask = Pin<Box<dyn Future<Output = Option<u64>> + Send>>;
 
 #[derive(Debug)]
 struct KeeperThread {
     stop: watch::Sender<bool>,
-    thread: JoinHandle<()>,
+    thread: JoinHandle<Option<u64>>,
 }
 
 impl Runtime {
@@ -114,19 +114,23 @@ impl Runtime {
     }
 
     /// Ordered shutdown: seals the generator (no id is returned after this starts), releases the slot with the
-    /// exact last timestamp, and stops the keeper. Returns that timestamp. Later calls return `None`.
+    /// exact last timestamp, and stops the keeper. Returns that timestamp: `None` if nothing was issued on the
+    /// current lease, or it was lost. Later calls return `None`.
     pub fn shutdown(&self) -> Option<u64> {
         let keeper = self
             .keeper
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .take()?;
-        let last = self.shared.generator.snapshot().last_issued_ms;
         let _ = keeper.stop.send(true);
-        if keeper.thread.join().is_err() {
-            tracing::error!("cosid: the keeper thread panicked");
+        match keeper.thread.join() {
+            Ok(last) => last,
+            Err(_) => {
+                tracing::error!("cosid: the keeper thread panicked");
+                // Nothing can be issued any more, whatever the keeper did: seal (again) for the exact last value.
+                self.shared.generator.seal()
+            }
         }
-        self.shared.generator.snapshot().last_issued_ms.or(last)
     }
 
     /// For a child process after `fork()`: closes this runtime without touching the store or the keeper's thread

@@ -366,12 +366,16 @@ impl StaticKeeper {
 
     /// Writes the next ceiling whenever less than `ahead/2` remains, until `stop`; then seals and records the
     /// exact last timestamp, so a clean restart can start right after it.
-    pub(crate) async fn run(self, shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
+    pub(crate) async fn run(
+        self,
+        shared: Arc<Shared>,
+        mut stop: watch::Receiver<bool>,
+    ) -> Option<u64> {
         let Some(file) = &self.file else {
             let _ = stop.changed().await;
-            shared.generator.seal();
+            let last = shared.generator.seal();
             shared.set_state(State::Closed);
-            return;
+            return last;
         };
         let ahead = self.spec.ahead.as_millis() as u64;
         let mut backoff = Duration::from_millis(100);
@@ -434,6 +438,7 @@ impl StaticKeeper {
                 last_issued_ms: last,
             });
         }
+        last
     }
 }
 
