@@ -36,12 +36,14 @@ enum Command {
     Status(commands::status::Args),
     /// Create the store's schema
     Init,
+    /// Lift the namespace (or a static state file) past every timestamp of a machine-id (4.x) deployment
+    Migrate(commands::migrate::Args),
 }
 
 fn main() -> ExitCode {
     let help = settings::env_help();
     let mut command = Cli::command().after_help(help.clone());
-    for name in ["next", "parse", "leases", "status", "init"] {
+    for name in ["next", "parse", "leases", "status", "init", "migrate"] {
         command = command.mut_subcommand(name, |sub| sub.after_help(help.clone()));
     }
     let matches = match command.try_get_matches() {
@@ -72,5 +74,6 @@ fn run(cli: Cli, matches: &clap::ArgMatches) -> Result<(), Failure> {
         Command::Leases(args) => commands::leases::run(&args, &config),
         Command::Status(args) => commands::status::run(&args, config),
         Command::Init => commands::init::run(&config),
+        Command::Migrate(args) => commands::migrate::run(&args, &config),
     }
 }

@@ -2,6 +2,7 @@
 
 pub mod init;
 pub mod leases;
+pub mod migrate;
 pub mod next;
 pub mod parse;
 pub mod status;

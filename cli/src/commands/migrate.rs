@@ -1,0 +1,168 @@
+//! `cosid migrate`: lift a namespace (or a static slot's state file) past every timestamp a machine-id (4.x)
+//! deployment used, so that no old id can be repeated.
+
+use super::{namespace, OpenStore};
+use crate::failure::Failure;
+use crate::show::rfc3339;
+use cosid::lease::NamespaceConfig;
+use cosid::migrate::{self, OldMachine, Plan};
+use cosid::static_slot::{self, StaticSpec};
+use cosid::Config;
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Options of `cosid migrate`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Where the old deployment kept its state: redis://..., postgres://... or mysql://...
+    #[arg(long, value_name = "URL")]
+    from: String,
+    /// The old deployment's namespace
+    #[arg(long, value_name = "NAME")]
+    old_namespace: String,
+    /// Added for bindings that may still be live (the old safe-guard duration)
+    #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = duration)]
+    safe_guard: Duration,
+    /// Write a static slot's state file instead of the store's namespace record (default: the state file of a
+    /// static: COSID_STORE)
+    #[arg(long, value_name = "PATH")]
+    state_file: Option<PathBuf>,
+    /// Print what would be written, and write nothing
+    #[arg(long)]
+    dry_run: bool,
+}
+
+fn duration(v: &str) -> Result<Duration, String> {
+    cosid::config::parse_duration("--safe-guard", v).map_err(|e| e.to_string())
+}
+
+/// Reads the old state, computes `not_before`, and writes it (unless `--dry-run`).
+pub fn run(args: &Args, config: &Config) -> Result<(), Failure> {
+    let machines = read_old(&args.from, &args.old_namespace)?;
+    let plan = migrate::plan(machines, args.safe_guard)?;
+    let mut out = std::io::stdout().lock();
+    for m in &plan.machines {
+        writeln!(
+            out,
+            "found   machine {:>5}  last {} ({})  {}{}",
+            m.machine_id,
+            m.last_timestamp_ms,
+            rfc3339(m.last_timestamp_ms),
+            m.source,
+            m.instance_id
+                .as_deref()
+                .map(|i| format!(" instance {i}"))
+                .unwrap_or_default()
+        )?;
+    }
+    writeln!(
+        out,
+        "not_before = latest {} + safe-guard {} ms = {} ({})",
+        plan.latest_ms.unwrap_or(0),
+        plan.safe_guard.as_millis(),
+        plan.not_before,
+        rfc3339(plan.not_before)
+    )?;
+    let hostname = static_slot::hostname();
+    let static_target = match (&args.state_file, &config.store) {
+        (Some(path), _) => {
+            let slot = match config.store.as_deref().and_then(|u| StaticSpec::parse(u, &hostname)) {
+                Some(spec) => spec.map_err(cosid::Error::from)?.slot,
+                None => 0,
+            };
+            Some((path.clone(), slot))
+        }
+        (None, Some(url)) => match StaticSpec::parse(url, &hostname).transpose().map_err(cosid::Error::from)? {
+            Some(StaticSpec { state_file: Some(path), slot, .. }) => Some((path, slot)),
+            Some(_) => {
+                return Err(Failure::usage(
+                    "CONFIG",
+                    "a static slot without a state_file has nothing to migrate into: add ?state_file=PATH",
+                ))
+            }
+            None => None,
+        },
+        (None, None) => None,
+    };
+    if args.dry_run {
+        match &static_target {
+            Some((path, _)) => writeln!(
+                out,
+                "dry run: would raise the state file {} to {}",
+                path.display(),
+                plan.not_before
+            )?,
+            None => writeln!(
+                out,
+                "dry run: would raise not_before of namespace {:?} to {}",
+                config.namespace, plan.not_before
+            )?,
+        }
+        return Ok(());
+    }
+    match static_target {
+        Some((path, slot)) => {
+            static_slot::raise_state_file(&path, slot, plan.not_before)?;
+            writeln!(
+                out,
+                "raised the state file {} to {}",
+                path.display(),
+                plan.not_before
+            )?;
+        }
+        None => write_namespace(&mut out, config, &plan)?,
+    }
+    Ok(())
+}
+
+fn write_namespace(out: &mut impl Write, config: &Config, plan: &Plan) -> Result<(), Failure> {
+    let ns = namespace(config)?;
+    let open = OpenStore::open(config)?;
+    let ns_config = NamespaceConfig {
+        bits: config.bits,
+        tolerance_ms: config.tolerance.as_millis() as u64,
+    };
+    let record = open.call(migrate::apply(open.store.as_ref(), &ns, &ns_config, plan))?;
+    writeln!(
+        out,
+        "raised not_before of namespace {:?} in {} to {} (bits {}, tolerance {} ms)",
+        ns.as_str(),
+        open.shown,
+        record.not_before,
+        record.bits,
+        record.tolerance_ms
+    )?;
+    Ok(())
+}
+
+// Which arms exist depends on the store features; without them the fallback arms are all that is left.
+#[allow(unused_variables, unreachable_patterns)]
+fn read_old(url: &str, old_ns: &str) -> Result<Vec<OldMachine>, Failure> {
+    let tokio = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Failure::runtime("RUNTIME", format!("cannot start an async runtime: {e}")))?;
+    let scheme = url.split_once("://").map_or("", |(s, _)| s);
+    let failed = |e: cosid::store::StoreError| {
+        Failure::from(cosid::Error::from(e)).context(&format!("reading {url}"))
+    };
+    match scheme {
+        #[cfg(feature = "redis")]
+        "redis" | "rediss" => tokio.block_on(migrate::read_redis(url, old_ns)).map_err(failed),
+        #[cfg(feature = "postgres")]
+        "postgres" | "postgresql" => tokio.block_on(migrate::read_postgres(url, old_ns)).map_err(failed),
+        #[cfg(feature = "mysql")]
+        "mysql" | "mariadb" => tokio.block_on(migrate::read_mysql(url, old_ns)).map_err(failed),
+        "redis" | "rediss" | "postgres" | "postgresql" | "mysql" | "mariadb" => {
+            Err(Failure::usage(
+                "CONFIG",
+                format!("reading {scheme} needs the `{scheme}` feature: cargo install --path cli --features stores"),
+            ))
+        }
+        _ => Err(Failure::usage(
+            "CONFIG",
+            format!("--from {url:?}: expected a redis://, postgres:// or mysql:// URL of the old deployment"),
+        )),
+    }
+}
