@@ -300,7 +300,12 @@ pub async fn acquire_is_idempotent_for_the_same_key_and_incarnation(t: &impl Tar
     let ns = fresh("idempotent");
     let a = Owner::new("a");
     let first = acquire(t, &ns, &a, LONG_TTL_MS).await.lease;
-    let again = acquire(t, &ns, &a, LONG_TTL_MS).await.lease;
+    let retry = acquire(t, &ns, &a, LONG_TTL_MS).await;
+    assert_eq!(
+        retry.duplicate_owner_key, None,
+        "an owner is not its own duplicate"
+    );
+    let again = retry.lease;
     assert_eq!(
         (
             again.slot,
@@ -714,9 +719,12 @@ pub async fn a_namespace_mismatch_is_refused_naming_both_values(t: &impl Target)
     );
 }
 
+/// Turns a valid record into a corrupt one.
+type Spoil = fn(&mut SlotRecord);
+
 pub async fn corrupt_records_are_refused_and_left_alone(t: &impl Target) {
     let store = t.store();
-    let cases: [(&str, fn(&mut SlotRecord), &str); 4] = [
+    let cases: [(&str, Spoil, &str); 4] = [
         (
             "floor-above-ceiling",
             |r| r.floor = r.ceiling + 1,

@@ -1,0 +1,921 @@
+//! The Redis store against real servers.
+//!
+//! - The conformance suite and the Redis-specific checks run on the server in `COSID_TEST_REDIS_URL`
+//!   (`eval "$(bash .ci/services/redis.sh)"` starts one); without it they print why they are skipped.
+//! - The tests that restart a server, or need particular settings, start their own `redis-server` on a free port of
+//!   127.0.0.1 in a temporary folder; without `redis-server` on `PATH` they print why they are skipped.
+#![cfg(feature = "redis")]
+
+mod conformance;
+
+use conformance::{fresh, Target, CONFIG, LONG_TTL_MS};
+use cosid::generator::Waits;
+use cosid::lease::{AcquireRequest, Namespace, Owner, SlotRecord};
+use cosid::store::{LeaseStore, RedisStore, StoreError, StoreUrl};
+use cosid::{Error, Event, Runtime, State};
+use redis::AsyncCommands;
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+const URL_VAR: &str = "COSID_TEST_REDIS_URL";
+const SCRIPT: &str = ".ci/services/redis.sh";
+
+// ---------------------------------------------------------------------------------------------------------------
+// The conformance suite.
+
+struct Redis {
+    store: Arc<RedisStore>,
+    raw: redis::aio::MultiplexedConnection,
+}
+
+/// The slots hash of a namespace, spelled out here rather than taken from the store, so the test pins the layout.
+fn slots_key(ns: &Namespace) -> String {
+    format!("cosid:{{{}}}:slots", ns.encoded())
+}
+
+fn namespace_key(ns: &Namespace) -> String {
+    format!("cosid:{{{}}}:ns", ns.encoded())
+}
+
+impl Target for Redis {
+    fn store(&self) -> Arc<dyn LeaseStore> {
+        self.store.clone()
+    }
+
+    /// `HSET` of the record's fields, `HDEL` of the owner fields it lacks: the store's raw form, with no check.
+    async fn put_raw(&self, ns: &Namespace, r: &SlotRecord) {
+        let p = format!("{}.", r.slot);
+        let mut fields = vec![
+            (format!("{p}fence"), r.fence.to_string()),
+            (format!("{p}expires_at"), r.expires_at.to_string()),
+            (format!("{p}floor"), r.floor.to_string()),
+            (format!("{p}ceiling"), r.ceiling.to_string()),
+            (format!("{p}next_floor"), r.next_floor.to_string()),
+        ];
+        let mut gone = Vec::new();
+        match &r.owner {
+            Some(o) => {
+                fields.push((format!("{p}owner_key"), o.key.clone()));
+                fields.push((format!("{p}incarnation"), o.incarnation.to_string()));
+            }
+            None => gone.extend([format!("{p}owner_key"), format!("{p}incarnation")]),
+        }
+        match &r.last_owner_key {
+            Some(k) => fields.push((format!("{p}last_owner_key"), k.clone())),
+            None => gone.push(format!("{p}last_owner_key")),
+        }
+        let mut conn = self.raw.clone();
+        let key = slots_key(ns);
+        let _: () = conn.hset_multiple(&key, &fields).await.unwrap();
+        if !gone.is_empty() {
+            let _: () = conn.hdel(&key, &gone).await.unwrap();
+        }
+    }
+}
+
+async fn connect(url: &str) -> Redis {
+    let raw = redis::Client::open(url)
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap_or_else(|e| panic!("cannot reach {url}: {e}"));
+    Redis {
+        store: Arc::new(RedisStore::open(url).unwrap()),
+        raw,
+    }
+}
+
+async fn target() -> Option<Redis> {
+    let url = conformance::server_url(URL_VAR, SCRIPT)?;
+    Some(connect(&url).await)
+}
+
+conformance::conformance_tests!(target());
+
+// ---------------------------------------------------------------------------------------------------------------
+// Redis-specific checks on the shared server.
+
+fn owner_request(key: &str) -> AcquireRequest {
+    conformance::request(&Owner::new(key), LONG_TTL_MS)
+}
+
+/// Hash fields as written with `HSET`.
+type Fields = Vec<(String, String)>;
+
+#[tokio::test]
+async fn records_that_do_not_decode_are_refused_never_read_as_absent() {
+    let Some(t) = target().await else { return };
+    let inc = uuid::Uuid::new_v4().to_string();
+    let valid = |slot: &str| -> Fields {
+        [
+            ("fence", "3"),
+            ("expires_at", "1700000000000"),
+            ("floor", "1"),
+            ("ceiling", "1700000001000"),
+            ("next_floor", "1700000001000"),
+            ("owner_key", "other"),
+            ("incarnation", inc.as_str()),
+        ]
+        .iter()
+        .map(|(f, v)| (format!("{slot}.{f}"), v.to_string()))
+        .collect()
+    };
+    let with = |slot: &str, field: &str, value: &str| {
+        let mut f = valid(slot);
+        f.retain(|(k, _)| k != &format!("{slot}.{field}"));
+        f.push((format!("{slot}.{field}"), value.to_string()));
+        f
+    };
+    let without = |slot: &str, field: &str| {
+        let mut f = valid(slot);
+        f.retain(|(k, _)| k != &format!("{slot}.{field}"));
+        f
+    };
+    let slot_cases: Vec<(&str, Fields, &str)> = vec![
+        ("missing-floor", without("1", "floor"), "floor is missing"),
+        (
+            "only-a-fence",
+            vec![("1.fence".into(), "3".into())],
+            "is missing",
+        ),
+        (
+            "text-fence",
+            with("1", "fence", "abc"),
+            "is not a whole number",
+        ),
+        (
+            "negative",
+            with("1", "expires_at", "-1"),
+            "is not a whole number",
+        ),
+        (
+            "decimal",
+            with("1", "ceiling", "1.5"),
+            "is not a whole number",
+        ),
+        ("hex", with("1", "floor", "0x10"), "is not a whole number"),
+        (
+            "past-2^53",
+            with("1", "next_floor", "9007199254740993"),
+            "below 2^53",
+        ),
+        ("empty", with("1", "fence", ""), "is not a whole number"),
+        (
+            "bad-uuid",
+            with("1", "incarnation", "not-a-uuid"),
+            "is not a UUID",
+        ),
+        (
+            "key-without-incarnation",
+            without("1", "incarnation"),
+            "both set or both empty",
+        ),
+        ("unknown-field", with("1", "colour", "red"), "unknown field"),
+        ("leading-zero-slot", valid("01"), "unknown field"),
+        (
+            "no-slot-number",
+            vec![("fence".into(), "1".into())],
+            "unknown field",
+        ),
+    ];
+    for (label, fields, detail) in slot_cases {
+        let ns = fresh(label);
+        conformance::acquire(&t, &ns, &Owner::new("a"), LONG_TTL_MS).await;
+        let mut raw = t.raw.clone();
+        let _: () = raw.hset_multiple(slots_key(&ns), &fields).await.unwrap();
+        conformance::assert_corrupt(
+            t.store.acquire(&ns, &CONFIG, &owner_request("b")).await,
+            detail,
+            &format!("{label}: acquire"),
+        );
+        conformance::assert_corrupt(
+            t.store.inspect(&ns).await,
+            detail,
+            &format!("{label}: inspect"),
+        );
+    }
+    let ns_cases: [(&str, &str, &str, &str); 4] = [
+        ("bits-99", "bits", "99", "bits 99 is not 1 to 31"),
+        ("bits-0", "bits", "0", "bits 0 is not 1 to 31"),
+        (
+            "tolerance-text",
+            "tolerance_ms",
+            "soon",
+            "is not a whole number",
+        ),
+        ("unknown-ns-field", "owner", "me", "unknown field"),
+    ];
+    for (label, field, value, detail) in ns_cases {
+        let ns = fresh(label);
+        let lease = conformance::acquire(&t, &ns, &Owner::new("a"), LONG_TTL_MS)
+            .await
+            .lease;
+        let mut raw = t.raw.clone();
+        let _: () = raw.hset(namespace_key(&ns), field, value).await.unwrap();
+        conformance::assert_corrupt(
+            t.store.acquire(&ns, &CONFIG, &owner_request("b")).await,
+            detail,
+            &format!("{label}: acquire"),
+        );
+        conformance::assert_corrupt(
+            t.store
+                .renew(&lease, LONG_TTL_MS, CONFIG.tolerance_ms)
+                .await,
+            detail,
+            &format!("{label}: renew"),
+        );
+    }
+    // A namespace record that vanished while a lease is held: refused, not recreated.
+    let ns = fresh("ns-gone");
+    let lease = conformance::acquire(&t, &ns, &Owner::new("a"), LONG_TTL_MS)
+        .await
+        .lease;
+    let mut raw = t.raw.clone();
+    let _: () = raw.del(namespace_key(&ns)).await.unwrap();
+    conformance::assert_corrupt(
+        t.store
+            .renew(&lease, LONG_TTL_MS, CONFIG.tolerance_ms)
+            .await,
+        "missing while a lease on it is held",
+        "renew",
+    );
+    let exists: bool = raw.exists(namespace_key(&ns)).await.unwrap();
+    assert!(!exists, "a refused renewal writes nothing");
+}
+
+#[tokio::test]
+async fn keys_share_a_hash_tag_and_never_get_a_ttl() {
+    let Some(t) = target().await else { return };
+    let ns = Namespace::new(format!("ttl {{x}}:{}", uuid::Uuid::new_v4())).unwrap();
+    assert_eq!(RedisStore::namespace_key(&ns), namespace_key(&ns));
+    assert_eq!(RedisStore::slots_key(&ns), slots_key(&ns));
+    let a = conformance::acquire(&t, &ns, &Owner::new("a"), LONG_TTL_MS)
+        .await
+        .lease;
+    t.store
+        .renew(&a, LONG_TTL_MS, CONFIG.tolerance_ms)
+        .await
+        .unwrap();
+    t.store.release(&a, None).await.unwrap();
+    t.store
+        .raise_not_before(&ns, &CONFIG, a.ceiling)
+        .await
+        .unwrap();
+    let mut raw = t.raw.clone();
+    for key in [namespace_key(&ns), slots_key(&ns)] {
+        let ttl: i64 = raw.pttl(&key).await.unwrap();
+        assert_eq!(ttl, -1, "{key} must exist with no TTL (PTTL -1), got {ttl}");
+    }
+    // Both keys hash on the encoded name alone: the text between the first `{` and the next `}`.
+    for key in [namespace_key(&ns), slots_key(&ns)] {
+        let tag = &key[key.find('{').unwrap() + 1..];
+        assert_eq!(&tag[..tag.find('}').unwrap()], ns.encoded(), "{key}");
+    }
+}
+
+#[tokio::test]
+async fn scripts_are_loaded_again_after_a_script_flush() {
+    let Some(t) = target().await else { return };
+    let ns = fresh("noscript");
+    conformance::acquire(&t, &ns, &Owner::new("a"), LONG_TTL_MS).await;
+    let mut raw = t.raw.clone();
+    let _: () = redis::cmd("SCRIPT")
+        .arg("FLUSH")
+        .query_async(&mut raw)
+        .await
+        .unwrap();
+    let b = conformance::acquire(&t, &ns, &Owner::new("b"), LONG_TTL_MS)
+        .await
+        .lease;
+    assert_eq!(
+        b.slot, 1,
+        "EVALSHA failed with NOSCRIPT, the script was loaded again and ran"
+    );
+}
+
+#[tokio::test]
+async fn opens_through_a_store_url() {
+    let Some(url) = conformance::server_url(URL_VAR, SCRIPT) else {
+        return;
+    };
+    let store = cosid::store::open(
+        &StoreUrl::parse(&url).unwrap(),
+        Arc::new(cosid::clock::SystemClock),
+    )
+    .await
+    .unwrap();
+    assert_eq!(store.kind(), "redis");
+    store.init().await.unwrap();
+    let got = store
+        .acquire(&fresh("url"), &CONFIG, &owner_request("a"))
+        .await
+        .unwrap();
+    assert_eq!(got.lease.slot, 0);
+}
+
+#[tokio::test]
+async fn an_unreachable_server_is_unavailable_and_the_password_is_never_printed() {
+    let port = free_port();
+    let store = RedisStore::open(&format!("redis://cosid:s3cret-pw@127.0.0.1:{port}/0")).unwrap();
+    assert!(!format!("{store:?}").contains("s3cret-pw"));
+    let err = store
+        .acquire(&fresh("down"), &CONFIG, &owner_request("a"))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, StoreError::Unavailable { store: "redis", .. }),
+        "{err:?}"
+    );
+    let text = err.to_string();
+    assert!(text.contains(&format!("127.0.0.1:{port}")), "{text}");
+    assert!(!text.contains("s3cret-pw"), "{text}");
+}
+
+#[tokio::test]
+async fn urls_that_do_not_parse_are_refused() {
+    for bad in [
+        "redis://127.0.0.1:notaport/0",
+        "redis://127.0.0.1:6379/notadb",
+    ] {
+        match RedisStore::open(bad) {
+            Err(StoreError::InvalidUrl { url, reason }) => {
+                assert_eq!(url, bad);
+                assert!(!reason.is_empty());
+            }
+            other => panic!("{bad}: expected InvalidUrl, got {other:?}"),
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Servers of the test's own.
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A `redis-server` child on 127.0.0.1, killed when dropped.
+struct OwnRedis {
+    child: Option<Child>,
+    port: u16,
+    dir: tempfile::TempDir,
+    args: Vec<String>,
+}
+
+impl OwnRedis {
+    /// Starts a server with `args`, or prints why the test is skipped.
+    fn start(test: &str, args: &[&str]) -> Option<OwnRedis> {
+        let found = Command::new("redis-server")
+            .arg("--version")
+            .stdout(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        if !found {
+            eprintln!("skipped {test}: redis-server is not on PATH (apt-get install redis-server)");
+            return None;
+        }
+        let mut server = OwnRedis {
+            child: None,
+            port: free_port(),
+            dir: tempfile::tempdir().unwrap(),
+            args: args.iter().map(|s| s.to_string()).collect(),
+        };
+        server.launch();
+        Some(server)
+    }
+
+    fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}/0", self.port)
+    }
+
+    fn launch(&mut self) {
+        let log = std::fs::File::create(self.dir.path().join("redis.log")).unwrap();
+        let child = Command::new("redis-server")
+            .args(["--bind", "127.0.0.1", "--port", &self.port.to_string()])
+            .arg("--dir")
+            .arg(self.dir.path())
+            .args(["--save", "", "--daemonize", "no"])
+            .args(&self.args)
+            .stdout(log)
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start redis-server");
+        self.child = Some(child);
+        // Bounded wait for the first reply (PONG, or NOAUTH when a password is set).
+        for _ in 0..200 {
+            if let Ok(mut s) = TcpStream::connect(("127.0.0.1", self.port)) {
+                let _ = s.set_read_timeout(Some(Duration::from_millis(200)));
+                let mut buf = [0u8; 64];
+                if s.write_all(b"PING\r\n").is_ok() && s.read(&mut buf).is_ok_and(|n| n > 0) {
+                    return;
+                }
+            }
+            std::thread::sleep(Duration::from_millis(25));
+        }
+        let log = std::fs::read_to_string(self.dir.path().join("redis.log")).unwrap_or_default();
+        panic!(
+            "redis-server on port {} did not answer within 5 s:\n{log}",
+            self.port
+        );
+    }
+
+    /// Kills the server at once, as a crash would.
+    fn kill(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// Starts it again on the same port and folder (the append-only file is read back).
+    fn restart(&mut self) {
+        self.kill();
+        self.launch();
+    }
+}
+
+impl Drop for OwnRedis {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+#[tokio::test]
+async fn settings_warnings_name_each_unsafe_setting() {
+    let Some(unsafe_server) = OwnRedis::start(
+        "settings_warnings_name_each_unsafe_setting",
+        &[
+            "--appendonly",
+            "no",
+            "--appendfsync",
+            "everysec",
+            "--maxmemory-policy",
+            "allkeys-lru",
+        ],
+    ) else {
+        return;
+    };
+    let warnings = RedisStore::open(&unsafe_server.url())
+        .unwrap()
+        .settings_warnings()
+        .await
+        .unwrap();
+    let text = warnings.join("\n");
+    assert_eq!(warnings.len(), 3, "{text}");
+    for needle in [
+        "appendonly = no",
+        "appendfsync = everysec",
+        "maxmemory-policy = allkeys-lru",
+    ] {
+        assert!(text.contains(needle), "missing {needle:?} in {text}");
+    }
+    let safe = OwnRedis::start(
+        "settings_warnings_name_each_unsafe_setting",
+        &[
+            "--appendonly",
+            "yes",
+            "--appendfsync",
+            "always",
+            "--maxmemory-policy",
+            "noeviction",
+        ],
+    )
+    .unwrap();
+    let warnings = RedisStore::open(&safe.url())
+        .unwrap()
+        .settings_warnings()
+        .await
+        .unwrap();
+    assert!(warnings.is_empty(), "{warnings:?}");
+}
+
+#[tokio::test]
+async fn user_and_password_come_from_the_url() {
+    let Some(server) = OwnRedis::start(
+        "user_and_password_come_from_the_url",
+        &[
+            "--requirepass",
+            "default-pw",
+            "--user",
+            "cosid",
+            "on",
+            ">cosid-pw",
+            "~*",
+            "&*",
+            "+@all",
+        ],
+    ) else {
+        return;
+    };
+    let port = server.port;
+    for good in [
+        format!("redis://cosid:cosid-pw@127.0.0.1:{port}/0"),
+        format!("redis://:default-pw@127.0.0.1:{port}/0"),
+    ] {
+        let store = RedisStore::open(&good).unwrap();
+        let got = store
+            .acquire(&fresh("auth"), &CONFIG, &owner_request("a"))
+            .await
+            .unwrap_or_else(|e| panic!("{good}: {e}"));
+        assert_eq!(got.lease.slot, 0);
+    }
+    // Wrong credentials are an answer, not an outage: not retried for the whole acquire timeout.
+    for bad in [
+        format!("redis://cosid:wrong-pw@127.0.0.1:{port}/0"),
+        format!("redis://127.0.0.1:{port}/0"),
+    ] {
+        let err = RedisStore::open(&bad)
+            .unwrap()
+            .acquire(&fresh("auth"), &CONFIG, &owner_request("a"))
+            .await
+            .unwrap_err();
+        assert!(!err.is_retryable(), "{bad}: {err:?}");
+        assert!(!err.to_string().contains("cosid-pw"), "{err}");
+    }
+}
+
+/// Events as the runtime reported them, in order.
+#[derive(Clone, Default)]
+struct Recorder(Arc<Mutex<Vec<Event>>>);
+
+impl Recorder {
+    fn listener(&self) -> impl Fn(&Event) + Send + Sync + 'static {
+        let events = self.0.clone();
+        move |e: &Event| events.lock().unwrap().push(e.clone())
+    }
+
+    fn all(&self) -> Vec<Event> {
+        self.0.lock().unwrap().clone()
+    }
+
+    /// Waits (bounded) until an event matches.
+    fn wait_for(&self, what: &str, matches: impl Fn(&Event) -> bool) -> Event {
+        for _ in 0..400 {
+            if let Some(e) = self.all().into_iter().find(&matches) {
+                return e;
+            }
+            std::thread::sleep(Duration::from_millis(25));
+        }
+        panic!("no {what} event within 10 s; events: {:#?}", self.all());
+    }
+}
+
+/// A lease window as the events show it: `(floor, ceiling]`, granted at store time `granted_at`.
+#[derive(Debug, Clone, Copy)]
+struct Seen {
+    slot: u32,
+    floor: u64,
+    ceiling: u64,
+    granted_at: u64,
+}
+
+/// Every window the events show: each `Acquired`, and each `Renewed` on the floor of the lease it extends.
+fn windows(events: &[Event], ttl_ms: u64) -> Vec<Seen> {
+    let mut out = Vec::new();
+    let mut floor = 0;
+    for e in events {
+        match *e {
+            Event::Acquired {
+                slot,
+                floor_ms,
+                ceiling_ms,
+                expires_at_ms,
+                ..
+            } => {
+                floor = floor_ms;
+                out.push(Seen {
+                    slot,
+                    floor,
+                    ceiling: ceiling_ms,
+                    granted_at: expires_at_ms - ttl_ms,
+                });
+            }
+            Event::Renewed {
+                slot,
+                ceiling_ms,
+                expires_at_ms,
+            } => out.push(Seen {
+                slot,
+                floor,
+                ceiling: ceiling_ms,
+                granted_at: expires_at_ms.saturating_sub(ttl_ms),
+            }),
+            _ => {}
+        }
+    }
+    out
+}
+
+/// Checks that every id lies in a window the events show, and was issued no earlier than that window was granted
+/// (give or take `slack_ms` of clock difference between this host and Redis, which share a machine here): an id
+/// issued past a ceiling while the store was down cannot be covered by a renewal granted after it.
+fn assert_inside_windows(rt: &Runtime, ids: &[cosid::Id], events: &[Event], ttl_ms: u64) {
+    let seen = windows(events, ttl_ms);
+    let slack_ms = 50;
+    for &id in ids {
+        let parts = rt.layout().decompose(id).unwrap();
+        let (t, slot) = (parts.timestamp_ms, parts.slot as u32);
+        assert!(
+            seen.iter().any(|w| w.slot == slot
+                && w.floor < t
+                && t <= w.ceiling
+                && w.granted_at <= t + slack_ms),
+            "id {id} (slot {slot}, timestamp {t}) lies in no window the events show: {seen:#?}"
+        );
+    }
+}
+
+#[test]
+fn a_redis_restart_fails_renewals_then_resumes_and_no_id_passes_a_ceiling() {
+    let test = "a_redis_restart_fails_renewals_then_resumes_and_no_id_passes_a_ceiling";
+    let Some(mut server) =
+        OwnRedis::start(test, &["--appendonly", "yes", "--appendfsync", "always"])
+    else {
+        return;
+    };
+    let ttl = Duration::from_millis(1_200);
+    let ttl_ms = ttl.as_millis() as u64;
+    let events = Recorder::default();
+    let rt = Runtime::builder()
+        .store(server.url())
+        .namespace(format!("restart-{}", uuid::Uuid::new_v4()))
+        .ttl(ttl)
+        .tolerance(Duration::from_millis(200))
+        .bits(4)
+        // Id calls past the ceiling give up quickly instead of waiting for a renewal that cannot come.
+        .waits(Waits {
+            backwards: Duration::from_millis(500),
+            window: Duration::from_millis(20),
+        })
+        .subscribe(events.listener())
+        .build()
+        .unwrap();
+    let first = rt.status();
+    let mut ids = Vec::new();
+    let until = Instant::now() + Duration::from_millis(300);
+    while Instant::now() < until {
+        ids.push(rt.next_id().unwrap());
+    }
+
+    server.kill();
+    events.wait_for("RenewFailed", |e| matches!(e, Event::RenewFailed { .. }));
+    // No renewal can succeed now, so this ceiling is final until the server is back.
+    let down = rt.status();
+    assert_eq!(down.state, State::Renewing);
+    let ceiling = down.ceiling_ms;
+    let mut closed = 0;
+    let mut issued_while_down = 0;
+    loop {
+        let now = cosid::clock::Clock::now_ms(&cosid::clock::SystemClock);
+        match rt.next_id() {
+            Ok(id) => {
+                let t = rt.layout().decompose(id).unwrap().timestamp_ms;
+                assert!(
+                    t <= ceiling,
+                    "id {id} at {t} passed the ceiling {ceiling} while Redis was down"
+                );
+                ids.push(id);
+                issued_while_down += 1;
+            }
+            Err(Error::WindowClosed { ceiling_ms, .. }) => {
+                assert_eq!(ceiling_ms, ceiling);
+                closed += 1;
+            }
+            Err(e) => panic!("while Redis is down: expected ids or WindowClosed, got {e}"),
+        }
+        if now > ceiling + 300 {
+            break;
+        }
+    }
+    assert!(closed > 0, "past the ceiling, id calls must fail");
+    assert!(issued_while_down > 0, "before the ceiling, ids keep coming");
+    let retries: Vec<u64> = events
+        .all()
+        .iter()
+        .filter_map(|e| match e {
+            Event::RenewFailed { retry_in_ms, .. } => Some(*retry_in_ms),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        retries.first(),
+        Some(&100),
+        "the first retry comes after 100 ms: {retries:?}"
+    );
+    assert!(
+        retries.windows(2).all(|w| w[0] <= w[1]),
+        "back-off never shrinks: {retries:?}"
+    );
+    assert!(
+        retries.iter().all(|&r| r <= ttl_ms / 6),
+        "back-off is capped at ttl/6: {retries:?}"
+    );
+    assert!(
+        retries.contains(&(ttl_ms / 6)),
+        "back-off grew to ttl/6: {retries:?}"
+    );
+
+    server.restart();
+    let mut resumed = false;
+    for _ in 0..400 {
+        let s = rt.status();
+        if s.state == State::Active && s.ceiling_ms > ceiling {
+            resumed = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(25));
+    }
+    assert!(
+        resumed,
+        "renewals did not resume within 10 s: {:#?}",
+        events.all()
+    );
+    let back = rt.status();
+    assert_eq!(
+        (back.slot, back.fence),
+        (first.slot, first.fence),
+        "nobody took the slot: the late renewal kept the lease"
+    );
+    let until = Instant::now() + Duration::from_millis(200);
+    while Instant::now() < until {
+        ids.push(rt.next_id().unwrap());
+    }
+    assert!(
+        !events
+            .all()
+            .iter()
+            .any(|e| matches!(e, Event::SlotLost { .. })),
+        "{:#?}",
+        events.all()
+    );
+    assert!(ids.windows(2).all(|w| w[0] < w[1]), "ids strictly increase");
+    assert_inside_windows(&rt, &ids, &events.all(), ttl_ms);
+    rt.shutdown();
+    assert!(events
+        .all()
+        .iter()
+        .any(|e| matches!(e, Event::Released { .. })));
+}
+
+#[test]
+fn a_record_taken_over_behind_the_runtimes_back_is_lost_and_replaced() {
+    let Some(url) = conformance::server_url(URL_VAR, SCRIPT) else {
+        return;
+    };
+    let ttl = Duration::from_millis(900);
+    let name = format!("takeover-{}", uuid::Uuid::new_v4());
+    let events = Recorder::default();
+    let rt = Arc::new(
+        Runtime::builder()
+            .store(&url)
+            .namespace(&name)
+            .ttl(ttl)
+            .tolerance(Duration::from_millis(300))
+            .bits(3)
+            .subscribe(events.listener())
+            .build()
+            .unwrap(),
+    );
+    // Called on the keeper's thread as the loss is reported, before any new slot: ids must fail by then.
+    let during_loss = Arc::new(Mutex::new(None));
+    {
+        let weak = Arc::downgrade(&rt);
+        let during_loss = during_loss.clone();
+        rt.subscribe(move |e| {
+            if let (Event::SlotLost { .. }, Some(rt)) = (e, weak.upgrade()) {
+                *during_loss.lock().unwrap() = Some(rt.next_id().map_err(|e| e.code()));
+            }
+        });
+    }
+    let old = rt.status();
+    let mut ids: Vec<_> = (0..1000).map(|_| rt.next_id().unwrap()).collect();
+
+    // Another holder's lease, written straight into Redis: fence raised, window above the old one.
+    let ns = Namespace::new(name).unwrap();
+    let tokio = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let t = tokio.block_on(connect(&url));
+    let intruder = Owner::new("intruder");
+    let planted = tokio.block_on(async {
+        let seen = t.store.inspect(&ns).await.unwrap();
+        let current = seen
+            .slots
+            .iter()
+            .find(|r| r.slot == old.slot)
+            .unwrap()
+            .clone();
+        let expires_at = seen.store_now + 60_000;
+        let record = SlotRecord {
+            owner: Some(intruder.clone()),
+            last_owner_key: Some("intruder".into()),
+            fence: current.fence + 1,
+            expires_at,
+            floor: current.next_floor,
+            ceiling: expires_at + 300,
+            next_floor: expires_at + 300,
+            ..current
+        };
+        t.put_raw(&ns, &record).await;
+        record
+    });
+
+    let lost = events.wait_for("SlotLost", |e| matches!(e, Event::SlotLost { .. }));
+    assert!(
+        matches!(lost, Event::SlotLost { slot, .. } if slot == old.slot),
+        "{lost:?}"
+    );
+    assert_eq!(
+        *during_loss.lock().unwrap(),
+        Some(Err("SLOT_LOST")),
+        "between the loss and a new slot, id calls fail with SlotLost"
+    );
+    events.wait_for(
+        "a new Acquired",
+        |e| matches!(e, Event::Acquired { slot, .. } if *slot != old.slot),
+    );
+    let now = rt.status();
+    assert_ne!(now.slot, old.slot, "the intruder keeps the old slot");
+    assert_eq!(now.state, State::Active);
+    let after: Vec<_> = (0..1000).map(|_| rt.next_id().unwrap()).collect();
+    for &id in &after {
+        assert_eq!(rt.layout().decompose(id).unwrap().slot, u64::from(now.slot));
+    }
+    ids.extend(after);
+    let mut unique = ids.clone();
+    unique.sort();
+    unique.dedup();
+    assert_eq!(unique.len(), ids.len(), "no id repeats");
+    let kept = tokio
+        .block_on(t.store.inspect(&ns))
+        .unwrap()
+        .slots
+        .into_iter()
+        .find(|r| r.slot == old.slot)
+        .unwrap();
+    assert_eq!(
+        kept, planted,
+        "the runtime never writes over the intruder's record"
+    );
+    rt.shutdown();
+}
+
+#[test]
+fn a_store_down_at_start_up_fails_with_a_clear_error_after_the_acquire_timeout() {
+    let port = free_port();
+    let ttl = Duration::from_millis(600);
+    let timeout = Duration::from_millis(700);
+    let started = Instant::now();
+    let err = Runtime::builder()
+        .store(format!("redis://127.0.0.1:{port}/0"))
+        .namespace("down-at-start")
+        .ttl(ttl)
+        .acquire_timeout(timeout)
+        .build()
+        .unwrap_err();
+    let waited = started.elapsed();
+    assert_eq!(err.code(), "STORE_UNAVAILABLE", "{err}");
+    let text = err.to_string();
+    assert!(
+        text.contains("redis") && text.contains(&format!("127.0.0.1:{port}")),
+        "{text}"
+    );
+    // It retried until the deadline, give or take the last back-off step (at most ttl/6).
+    assert!(
+        waited + ttl / 6 >= timeout,
+        "gave up after {waited:?}, before {timeout:?}"
+    );
+}
+
+#[test]
+fn a_store_that_comes_up_during_the_acquire_timeout_is_used() {
+    let test = "a_store_that_comes_up_during_the_acquire_timeout_is_used";
+    let Some(mut server) = OwnRedis::start(test, &[]) else {
+        return;
+    };
+    server.kill();
+    let url = server.url();
+    let starter = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(300));
+        server.launch();
+        server
+    });
+    let rt = Runtime::builder()
+        .store(url)
+        .namespace("late-start")
+        .ttl(Duration::from_millis(900))
+        .acquire_timeout(Duration::from_secs(10))
+        .build()
+        .expect("the acquire loop retries an unreachable store until the timeout");
+    rt.next_id().unwrap();
+    rt.shutdown();
+    drop(starter.join().unwrap());
+}
