@@ -1,0 +1,25 @@
+// The ES module entry: the same addon as `require('cosid')`, with named exports.
+import cosid from './index.js'
+
+export const {
+  Runtime,
+  closeAll,
+  configure,
+  fromBase62,
+  fromFriendly,
+  layout,
+  nextId,
+  nextIdNumber,
+  nextIdString,
+  nextIds,
+  onEvent,
+  parse,
+  ready,
+  shutdown,
+  shutdownSync,
+  status,
+  toBase62,
+  toFriendly,
+} = cosid
+
+export default cosid

@@ -1,0 +1,26 @@
+'use strict'
+// The platform part of the addon's file name, as `napi build --platform` writes it: cosid.linux-x64-gnu.node,
+// cosid.darwin-arm64.node, cosid.win32-x64-msvc.node, ...
+
+function isMusl() {
+  if (process.platform !== 'linux') return false
+  try {
+    const report = process.report && process.report.getReport()
+    const header = report && (typeof report === 'string' ? JSON.parse(report) : report).header
+    return !(header && header.glibcVersionRuntime)
+  } catch {
+    return false
+  }
+}
+
+function platformName() {
+  const { platform, arch } = process
+  if (platform === 'win32') return `win32-${arch}-msvc`
+  if (platform === 'linux') {
+    const libc = isMusl() ? 'musl' : 'gnu'
+    return arch === 'arm' ? `linux-arm-${libc}eabihf` : `linux-${arch}-${libc}`
+  }
+  return `${platform}-${arch}`
+}
+
+module.exports = { platformName }

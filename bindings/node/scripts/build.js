@@ -1,0 +1,77 @@
+#!/usr/bin/env node
+'use strict'
+// Builds the native addon with cargo and copies it to where index.js looks for it (cosid.<platform>.node).
+//
+// This is the package's `install` script, so `npm install ./bindings/node` builds the addon with nothing but
+// Node and the Rust toolchain: it needs no npm dependency (a consumer's npm installs no devDependencies of ours,
+// and @napi-rs/cli is one). `npm run build` does the same through `napi build`, and also regenerates index.d.ts.
+//
+//   node scripts/build.js            release build
+//   node scripts/build.js --debug    debug build (faster to compile, slower ids)
+
+const { spawnSync } = require('node:child_process')
+const fs = require('node:fs')
+const os = require('node:os')
+const path = require('node:path')
+const { platformName } = require('../platform.js')
+
+const root = path.resolve(__dirname, '..')
+const release = !process.argv.includes('--debug')
+
+function fail(message) {
+  console.error(`cosid: ${message}`)
+  process.exit(1)
+}
+
+function findCargo() {
+  const candidates = [process.env.CARGO, 'cargo', path.join(os.homedir(), '.cargo', 'bin', 'cargo')]
+  for (const candidate of candidates.filter(Boolean)) {
+    const probe = spawnSync(candidate, ['--version'], { stdio: 'ignore' })
+    if (!probe.error && probe.status === 0) return candidate
+  }
+  return fail(
+    'building the native addon needs the Rust toolchain (cargo, Rust 1.88 or newer), and none was found on ' +
+      'PATH or in ~/.cargo/bin. Install it (https://rustup.rs), then run `npm rebuild cosid`.',
+  )
+}
+
+const cargo = findCargo()
+const args = [
+  'build',
+  '--lib',
+  '--manifest-path',
+  path.join(root, 'Cargo.toml'),
+  '--message-format=json-render-diagnostics',
+]
+if (release) args.push('--release')
+console.error(`cosid: ${cargo} ${args.join(' ')}`)
+const build = spawnSync(cargo, args, {
+  cwd: root,
+  stdio: ['ignore', 'pipe', 'inherit'],
+  maxBuffer: 256 * 1024 * 1024,
+  encoding: 'utf8',
+})
+if (build.error) fail(`could not run ${cargo}: ${build.error.message}`)
+if (build.status !== 0) fail(`cargo build failed (exit status ${build.status}); its errors are above`)
+
+let library
+for (const line of build.stdout.split('\n')) {
+  if (!line.startsWith('{')) continue
+  const message = JSON.parse(line)
+  if (
+    message.reason === 'compiler-artifact' &&
+    message.target &&
+    message.target.name === 'cosid_node' &&
+    message.target.kind.includes('cdylib')
+  ) {
+    library = message.filenames.find((f) => /\.(so|dylib|dll)$/.test(f))
+  }
+}
+if (!library) fail('cargo finished but reported no cdylib for cosid_node')
+
+// Copy, then rename over the old file: a process that has the old addon loaded keeps its mapping.
+const dest = path.join(root, `cosid.${platformName()}.node`)
+const tmp = `${dest}.${process.pid}.tmp`
+fs.copyFileSync(library, tmp)
+fs.renameSync(tmp, dest)
+console.error(`cosid: built ${path.relative(process.cwd(), dest) || dest}`)

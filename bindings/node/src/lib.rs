@@ -1,0 +1,304 @@
+//! Node.js bindings for cosid: lease-safe, time-ordered 64-bit ids.
+//!
+//! `nextId()` and its siblings are plain exported functions on a process-wide runtime (a Rust static, so every
+//! `worker_threads` worker shares it and its lease), started on first use from `configure()` or the `COSID_*`
+//! environment. `Runtime` gives explicit control. See `docs/node.md`.
+
+mod args;
+mod errors;
+mod events;
+mod global;
+mod runtime;
+mod values;
+
+use crate::errors::{coded, from_cosid, type_error, OrThrow, Thrown};
+use crate::events::{CosidEvent, Subscribers};
+use crate::values::{ids_array, IdParts, LayoutInfo, Raw, StatusInfo};
+use cosid::{Id, Layout};
+use napi::bindgen_prelude::{AsyncTask, Function, JsValue, Unknown};
+use napi::{Env, Task, ValueType};
+use napi_derive::napi;
+use std::sync::Arc;
+
+pub use runtime::Runtime;
+
+/// The next id of the process-wide runtime, as a `bigint`. Starts the runtime (acquiring a slot, which blocks)
+/// on first use: `await ready()` first to keep that off the event loop.
+#[napi]
+pub fn next_id() -> Result<u64, Thrown> {
+    match global::runtime() {
+        Ok(rt) => match rt.next_id() {
+            Ok(id) => Ok(id.as_u64()),
+            Err(e) => Err(from_cosid(e)),
+        },
+        Err(e) => Err(from_cosid(e)),
+    }
+}
+
+/// The next id as a decimal string: ids pass 2^53, so this is the form for JSON.
+#[napi(ts_return_type = "string")]
+pub fn next_id_string(env: Env) -> Result<Raw, Thrown> {
+    let id = global::runtime().and_then(|rt| rt.next_id()).or_throw()?;
+    values::decimal_string(&env, id)
+}
+
+/// The next id as a `number`. Only for a layout of at most 53 bits (`layout: 'js-safe'`), whose ids are all
+/// exact numbers; any other layout throws `LAYOUT`.
+#[napi]
+pub fn next_id_number() -> Result<f64, Thrown> {
+    let rt = global::runtime().or_throw()?;
+    id_number(rt)
+}
+
+/// `n` ids (0 to 1048576) in one `BigUint64Array`, in increasing order.
+#[napi(ts_args_type = "n: number", ts_return_type = "BigUint64Array")]
+pub fn next_ids(env: Env, n: Unknown) -> Result<Raw, Thrown> {
+    let n = args::count(&env, &n)?;
+    let rt = global::runtime().or_throw()?;
+    ids_array(&env, rt, n)
+}
+
+pub(crate) fn id_number(rt: &cosid::Runtime) -> Result<f64, Thrown> {
+    let layout = rt.layout();
+    if layout.total_bits() > 53 {
+        return Err(coded(
+            "LAYOUT",
+            format!(
+                "nextIdNumber() needs a layout of at most 53 bits (layout: 'js-safe'); this layout is {} bits \
+                 wide: use nextId() for a bigint or nextIdString() for a string",
+                layout.total_bits()
+            ),
+        ));
+    }
+    Ok(rt.next_id().or_throw()?.as_u64() as f64)
+}
+
+/// Settings for the process-wide runtime, over the `COSID_*` environment: call it before the first id. Throws
+/// `CONFIG` once the runtime has started, and for any invalid setting.
+#[napi(ts_args_type = "options?: Options")]
+pub fn configure(env: Env, options: Option<Unknown>) -> Result<(), Thrown> {
+    global::configure(args::settings(&env, options.as_ref())?)
+}
+
+/// Starts the process-wide runtime off the event loop (acquiring its slot on a worker thread). Resolves when
+/// ids can be issued; rejects with the start's error (`EXHAUSTED`, `STORE_UNAVAILABLE`, `CONFIG`, ...).
+#[napi(ts_return_type = "Promise<void>")]
+pub fn ready() -> AsyncTask<Ready> {
+    AsyncTask::new(Ready)
+}
+
+#[doc(hidden)]
+#[derive(Debug)]
+pub struct Ready;
+
+impl Task for Ready {
+    type Output = Result<(), cosid::Error>;
+    type JsValue = ();
+
+    fn compute(&mut self) -> napi::Result<Self::Output> {
+        Ok(global::runtime().map(|_| ()))
+    }
+
+    fn resolve(&mut self, env: Env, output: Self::Output) -> napi::Result<()> {
+        output.map_err(|e| errors::rejection(&env, from_cosid(e)))
+    }
+}
+
+/// The process-wide runtime's lease and state, or `null` if it has not started.
+#[napi]
+pub fn status() -> Option<StatusInfo> {
+    global::started().map(StatusInfo::of)
+}
+
+/// How ids are laid out: the given layout's (a name or a layout object), or else the process-wide runtime's
+/// (once started) or the one it will start with.
+#[napi(ts_args_type = "layout?: 'millis' | 'seconds' | 'js-safe' | LayoutSpec")]
+pub fn layout(env: Env, layout: Option<Unknown>) -> Result<LayoutInfo, Thrown> {
+    Ok(LayoutInfo::of(&layout_arg(&env, layout.as_ref())?))
+}
+
+fn layout_arg(env: &Env, layout: Option<&Unknown>) -> Result<Layout, Thrown> {
+    match layout {
+        Some(v) if !matches!(v.get_type(), Ok(ValueType::Undefined)) => {
+            args::layout(env, "layout", v)
+        }
+        _ => global::layout().or_throw(),
+    }
+}
+
+/// Calls `callback` with every later event of the process-wide runtime (whether or not it has started yet),
+/// on this thread's event loop, without ever blocking the runtime or keeping the process alive. Returns a
+/// function that unsubscribes.
+#[napi(
+    ts_args_type = "callback: (event: CosidEvent) => void",
+    ts_return_type = "() => void"
+)]
+pub fn on_event(env: Env, callback: Unknown) -> Result<Raw, Thrown> {
+    subscribe(&env, &global::EVENTS, &callback)
+}
+
+pub(crate) fn subscribe(
+    env: &Env,
+    subs: &Arc<Subscribers>,
+    callback: &Unknown,
+) -> Result<Raw, Thrown> {
+    if callback.get_type().or_throw()? != ValueType::Function {
+        return Err(type_error(
+            env,
+            &format!(
+                "callback must be a function, got {}",
+                args::type_name(callback)
+            ),
+        ));
+    }
+    let function = unsafe { callback.cast::<Function<CosidEvent, ()>>() }.or_throw()?;
+    let id = subs.add(&function).or_throw()?;
+    let subs = Arc::downgrade(subs);
+    let off = env
+        .create_function_from_closure::<(), (), _>("unsubscribe", move |_| {
+            if let Some(subs) = subs.upgrade() {
+                subs.remove(id);
+            }
+            Ok(())
+        })
+        .or_throw()?;
+    Ok(Raw::of(off.raw()))
+}
+
+/// Closes the process-wide runtime off the event loop: seals it (no id is issued once this starts), then
+/// releases its slot. Resolves to the last millisecond used, or `null`. Later id calls throw `CLOSED`; the
+/// runtime does not start again in this process.
+#[napi(ts_return_type = "Promise<number | null>")]
+pub fn shutdown() -> AsyncTask<Shutdown> {
+    AsyncTask::new(Shutdown)
+}
+
+#[doc(hidden)]
+#[derive(Debug)]
+pub struct Shutdown;
+
+impl Task for Shutdown {
+    type Output = Option<f64>;
+    type JsValue = Option<f64>;
+
+    fn compute(&mut self) -> napi::Result<Self::Output> {
+        Ok(shutdown_sync())
+    }
+
+    fn resolve(&mut self, _: Env, output: Self::Output) -> napi::Result<Option<f64>> {
+        Ok(output)
+    }
+}
+
+/// `shutdown()`, blocking.
+#[napi]
+pub fn shutdown_sync() -> Option<f64> {
+    global::started()
+        .and_then(|rt| rt.shutdown())
+        .map(|ms| ms as f64)
+}
+
+/// Closes the process-wide runtime and every `Runtime` of this process that is still open, releasing their
+/// slots. The package calls it when the main thread's process exits.
+#[napi]
+pub fn close_all() {
+    global::close_all();
+}
+
+/// The fields of an id: when (`timestamp`, the start of its tick), which slot and which sequence. `id` is a
+/// bigint, a number or a decimal string; `layout` defaults to the process-wide runtime's.
+#[napi(
+    ts_args_type = "id: bigint | number | string, layout?: 'millis' | 'seconds' | 'js-safe' | LayoutSpec",
+    ts_return_type = "IdParts"
+)]
+pub fn parse(env: Env, id: Unknown, layout: Option<Unknown>) -> Result<IdParts, Thrown> {
+    let id = args::id(&env, "id", &id)?;
+    IdParts::of(&layout_arg(&env, layout.as_ref())?, id)
+}
+
+/// The friendly form `yyyyMMddHHmmssSSS-slot-sequence` (UTC) of an id.
+#[napi(
+    ts_args_type = "id: bigint | number | string, layout?: 'millis' | 'seconds' | 'js-safe' | LayoutSpec"
+)]
+pub fn to_friendly(env: Env, id: Unknown, layout: Option<Unknown>) -> Result<String, Thrown> {
+    let id = args::id(&env, "id", &id)?;
+    layout_arg(&env, layout.as_ref())?
+        .to_friendly(id)
+        .or_throw()
+}
+
+/// The id of a friendly form; anything but the canonical form throws `INVALID_ID`.
+#[napi(ts_args_type = "text: string, layout?: 'millis' | 'seconds' | 'js-safe' | LayoutSpec")]
+pub fn from_friendly(env: Env, text: Unknown, layout: Option<Unknown>) -> Result<u64, Thrown> {
+    let text = args::string(&env, "text", &text)?;
+    let layout = layout_arg(&env, layout.as_ref())?;
+    Ok(layout.parse_friendly(&text).or_throw()?.as_u64())
+}
+
+/// The base-62 form of an id: 11 characters of `0-9A-Za-z` that sort like the id.
+#[napi(ts_args_type = "id: bigint | number | string")]
+pub fn to_base62(env: Env, id: Unknown) -> Result<String, Thrown> {
+    Ok(args::id(&env, "id", &id)?.to_base62())
+}
+
+/// The id of a base-62 form; anything but exactly 11 base-62 digits at most `LygHa16AHYF` throws `INVALID_ID`.
+#[napi(ts_args_type = "text: string")]
+pub fn from_base62(env: Env, text: Unknown) -> Result<u64, Thrown> {
+    let text = args::string(&env, "text", &text)?;
+    Ok(Id::from_base62(&text).or_throw()?.as_u64())
+}
+
+/// The options of `configure()` and `Runtime.create()`. Each overrides its `COSID_*` variable.
+#[napi(object, object_to_js = false, object_from_js = false)]
+#[derive(Debug)]
+pub struct Options {
+    /// Store URL: `'sqlite:///path/leases.db'`, `'memory:'`, `'redis://...'`, ... (`COSID_STORE`; default: an
+    /// SQLite file in the user's state directory).
+    pub store: Option<String>,
+    /// Namespace name (`COSID_NAMESPACE`; default `'default'`).
+    pub namespace: Option<String>,
+    /// Id layout (`COSID_LAYOUT`; default `'millis'`).
+    #[napi(ts_type = "'millis' | 'seconds' | 'js-safe' | LayoutSpec")]
+    pub layout: Option<String>,
+    /// Lease length: milliseconds, or a string like `'30s'` (`COSID_TTL`; default 30 s).
+    #[napi(ts_type = "number | string")]
+    pub ttl: Option<String>,
+    /// How far past expiry a holder may issue (`COSID_TOLERANCE`; default 1 s).
+    #[napi(ts_type = "number | string")]
+    pub tolerance: Option<String>,
+    /// Slot bits of the namespace (`COSID_BITS`; default 10, at most the layout's slot bits).
+    pub bits: Option<u32>,
+    /// Owner key (`COSID_OWNER_KEY`; default `host:pid`).
+    pub owner_key: Option<String>,
+    /// A slot to take if it is free (`COSID_PREFERRED_SLOT`).
+    pub preferred_slot: Option<u32>,
+    /// How long the start retries an exhausted namespace or unreachable store (`COSID_ACQUIRE_TIMEOUT`;
+    /// default: the ttl).
+    #[napi(ts_type = "number | string")]
+    pub acquire_timeout: Option<String>,
+    /// How long an id call waits for a renewal or for the clock to pass the window's floor (`COSID_MAX_WAIT`;
+    /// default 2 s).
+    #[napi(ts_type = "number | string")]
+    pub max_wait: Option<String>,
+    /// How far back a stepped clock is waited out (`COSID_BACKWARDS_WAIT`; default 500 ms).
+    #[napi(ts_type = "number | string")]
+    pub backwards_wait: Option<String>,
+}
+
+/// A custom layout: `0 | timestamp | slot | sequence`, at most 63 bits. Missing fields take the `'millis'`
+/// preset's values (the `'seconds'` preset's for `tick: 'second'`).
+#[napi(object, object_to_js = false, object_from_js = false)]
+#[derive(Debug)]
+pub struct LayoutSpec {
+    /// Unix milliseconds at the start of tick 0 (default 1577203200000, 2019-12-24T16:00:00Z).
+    pub epoch: Option<f64>,
+    /// Tick length (default `'millisecond'`).
+    #[napi(ts_type = "'millisecond' | 'second'")]
+    pub tick: Option<String>,
+    /// Width of the timestamp field.
+    pub timestamp_bits: Option<u32>,
+    /// Width of the slot field.
+    pub slot_bits: Option<u32>,
+    /// Width of the sequence field.
+    pub sequence_bits: Option<u32>,
+}
