@@ -17,7 +17,7 @@
 //! etcd has no clock of its own that clients can read, so the store clock is the caller's [`Clock`]. Safety does
 //! not depend on it; availability (when a lease expires) depends on the hosts' clocks agreeing within `tolerance`.
 
-use super::{Inspection, LeaseStore, StoreError};
+use super::{BoxError, Inspection, LeaseStore, StoreError};
 use crate::clock::Clock;
 use crate::lease::{
     protocol, AcquireRequest, Acquired, Namespace, NamespaceConfig, NamespaceRecord, Owner,
@@ -55,6 +55,14 @@ pub struct EtcdStore {
     options: ConnectOptions,
     client: Arc<OnceCell<Client>>,
     clock: Arc<dyn Clock>,
+}
+
+/// A client error with the cluster it came from (the client's own messages do not say).
+#[derive(Debug, thiserror::Error)]
+#[error("{endpoints}: {error}")]
+struct At {
+    endpoints: String,
+    error: BoxError,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -409,9 +417,32 @@ impl EtcdStore {
             }
             Err(unavailable(Failure::Contended(MAX_TRIES, ns.to_string())))
         };
-        tokio::time::timeout(OPERATION_TIMEOUT, run)
-            .await
-            .unwrap_or_else(|_| Err(unavailable(Failure::TimedOut(OPERATION_TIMEOUT))))
+        self.bounded(run).await
+    }
+
+    /// Runs one operation: bounded by [`OPERATION_TIMEOUT`], and its failures name the cluster.
+    async fn bounded<T>(
+        &self,
+        run: impl std::future::Future<Output = Result<T, StoreError>>,
+    ) -> Result<T, StoreError> {
+        let at = |error| At {
+            endpoints: self.endpoints.join(","),
+            error,
+        };
+        match tokio::time::timeout(OPERATION_TIMEOUT, run).await {
+            Err(_) => Err(unavailable(at(Box::new(Failure::TimedOut(
+                OPERATION_TIMEOUT,
+            ))))),
+            Ok(Err(StoreError::Unavailable { store, source })) => Err(StoreError::Unavailable {
+                store,
+                source: Box::new(at(source)),
+            }),
+            Ok(Err(StoreError::Generic { store, source })) => Err(StoreError::Generic {
+                store,
+                source: Box::new(at(source)),
+            }),
+            Ok(other) => other,
+        }
     }
 }
 
@@ -532,9 +563,7 @@ impl LeaseStore for EtcdStore {
             .map_err(etcd_err)?;
             Ok(())
         };
-        tokio::time::timeout(OPERATION_TIMEOUT, run)
-            .await
-            .unwrap_or_else(|_| Err(unavailable(Failure::TimedOut(OPERATION_TIMEOUT))))
+        self.bounded(run).await
     }
 
     async fn acquire(

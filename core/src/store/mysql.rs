@@ -11,7 +11,7 @@
 //! A deadlock or lock-wait timeout rolls the whole transaction back; it is retried a few times, then reported as
 //! [`StoreError::Unavailable`].
 
-use super::{Inspection, LeaseStore, StoreError};
+use super::{BoxError, Inspection, LeaseStore, StoreError};
 use crate::lease::{
     protocol, AcquireRequest, Acquired, Namespace, NamespaceConfig, NamespaceRecord, Owner,
     SlotLease, SlotRecord,
@@ -83,6 +83,14 @@ type Step<'a, T> = Pin<Box<dyn Future<Output = Result<T, StoreError>> + Send + '
 #[derive(Debug, thiserror::Error)]
 #[error("no answer within {0:?}")]
 struct TimedOut(Duration);
+
+/// A client error with the server it came from (the client's own messages do not say).
+#[derive(Debug, thiserror::Error)]
+#[error("{address}: {error}")]
+struct At {
+    address: String,
+    error: BoxError,
+}
 
 fn unavailable(e: impl std::error::Error + Send + Sync + 'static) -> StoreError {
     StoreError::Unavailable {
@@ -278,9 +286,30 @@ impl MysqlStore {
                 }
             }
         };
-        tokio::time::timeout(OPERATION_TIMEOUT, run)
-            .await
-            .unwrap_or_else(|_| Err(unavailable(TimedOut(OPERATION_TIMEOUT))))
+        self.bounded(run).await
+    }
+
+    /// Runs one operation: bounded by [`OPERATION_TIMEOUT`], and its failures name the server.
+    async fn bounded<T>(
+        &self,
+        run: impl Future<Output = Result<T, StoreError>>,
+    ) -> Result<T, StoreError> {
+        let at = |error| At {
+            address: self.address.clone(),
+            error,
+        };
+        match tokio::time::timeout(OPERATION_TIMEOUT, run).await {
+            Err(_) => Err(unavailable(at(Box::new(TimedOut(OPERATION_TIMEOUT))))),
+            Ok(Err(StoreError::Unavailable { store, source })) => Err(StoreError::Unavailable {
+                store,
+                source: Box::new(at(source)),
+            }),
+            Ok(Err(StoreError::Generic { store, source })) => Err(StoreError::Generic {
+                store,
+                source: Box::new(at(source)),
+            }),
+            Ok(other) => other,
+        }
     }
 
     /// Closes the pool's connections.
@@ -564,13 +593,11 @@ impl LeaseStore for MysqlStore {
     }
 
     async fn init(&self) -> Result<(), StoreError> {
-        let run = async {
+        self.bounded(async {
             let mut conn = self.pool.get_conn().await.map_err(db)?;
             create_schema(&mut conn).await
-        };
-        tokio::time::timeout(OPERATION_TIMEOUT, run)
-            .await
-            .unwrap_or_else(|_| Err(unavailable(TimedOut(OPERATION_TIMEOUT))))
+        })
+        .await
     }
 
     async fn acquire(
