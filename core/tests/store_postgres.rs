@@ -1,0 +1,436 @@
+//! The PostgreSQL store against a real server: set `COSID_TEST_POSTGRES_URL`
+//! (`eval "$(bash .ci/services/postgres.sh)"` starts one); without it the tests that need a server print why they
+//! are skipped.
+#![cfg(feature = "postgres")]
+
+mod conformance;
+
+use conformance::{fresh, Target, CONFIG, LONG_TTL_MS};
+use cosid::lease::{Namespace, Owner, SlotRecord};
+use cosid::store::{LeaseStore, PostgresStore, StoreError, StoreUrl};
+use cosid::Runtime;
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio_postgres::NoTls;
+
+const URL_VAR: &str = "COSID_TEST_POSTGRES_URL";
+const SCRIPT: &str = ".ci/services/postgres.sh";
+
+struct Postgres {
+    store: Arc<PostgresStore>,
+    raw: tokio_postgres::Client,
+}
+
+impl Target for Postgres {
+    fn store(&self) -> Arc<dyn LeaseStore> {
+        self.store.clone()
+    }
+
+    /// A plain SQL upsert on a connection of the test's own, as a hand edit would do it.
+    async fn put_raw(&self, ns: &Namespace, r: &SlotRecord) {
+        self.raw
+            .execute(
+                "INSERT INTO cosid_slot (namespace, slot, owner_key, incarnation, last_owner_key, fence, expires_at,
+                 floor, ceiling, next_floor) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+                 ON CONFLICT (namespace, slot) DO UPDATE SET owner_key = $3, incarnation = $4,
+                 last_owner_key = $5, fence = $6, expires_at = $7, floor = $8, ceiling = $9, next_floor = $10",
+                &[
+                    &ns.encoded(),
+                    &i64::from(r.slot),
+                    &r.owner.as_ref().map(|o| o.key.clone()),
+                    &r.owner.as_ref().map(|o| o.incarnation.to_string()),
+                    &r.last_owner_key,
+                    &(r.fence as i64),
+                    &(r.expires_at as i64),
+                    &(r.floor as i64),
+                    &(r.ceiling as i64),
+                    &(r.next_floor as i64),
+                ],
+            )
+            .await
+            .unwrap();
+    }
+}
+
+async fn raw_client(url: &str) -> tokio_postgres::Client {
+    let (client, connection) = tokio_postgres::connect(url, NoTls)
+        .await
+        .unwrap_or_else(|e| panic!("cannot reach {url}: {e}"));
+    tokio::spawn(connection);
+    client
+}
+
+async fn connect(url: &str) -> Postgres {
+    let store = Arc::new(PostgresStore::open(url).unwrap());
+    store.init().await.unwrap();
+    Postgres {
+        store,
+        raw: raw_client(url).await,
+    }
+}
+
+async fn target() -> Option<Postgres> {
+    let url = conformance::server_url(URL_VAR, SCRIPT)?;
+    Some(connect(&url).await)
+}
+
+conformance::conformance_tests!(target());
+
+// ---------------------------------------------------------------------------------------------------------------
+// PostgreSQL-specific checks.
+
+/// `url` with `-c name=value` server options for the session.
+fn with_options(url: &str, options: &str) -> String {
+    let sep = if url.contains('?') { '&' } else { '?' };
+    let encoded: String = options
+        .bytes()
+        .map(|b| match b {
+            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'-' | b'_' | b'.' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect();
+    format!("{url}{sep}options={encoded}")
+}
+
+#[tokio::test]
+async fn rows_that_do_not_decode_are_refused_never_read_as_absent() {
+    let Some(t) = target().await else { return };
+    let slot_cases = [
+        (
+            "bad-uuid",
+            "UPDATE cosid_slot SET incarnation = 'not-a-uuid'",
+            "is not a UUID",
+        ),
+        (
+            "no-incarnation",
+            "UPDATE cosid_slot SET incarnation = NULL",
+            "both set or both empty",
+        ),
+        (
+            "no-key",
+            "UPDATE cosid_slot SET owner_key = NULL",
+            "both set or both empty",
+        ),
+        (
+            "negative-fence",
+            "UPDATE cosid_slot SET fence = -1",
+            "fence is negative",
+        ),
+        (
+            "negative-floor",
+            "UPDATE cosid_slot SET floor = -5",
+            "floor is negative",
+        ),
+    ];
+    for (label, update, detail) in slot_cases {
+        let ns = fresh(label);
+        let lease = conformance::acquire(&t, &ns, &Owner::new("a"), LONG_TTL_MS)
+            .await
+            .lease;
+        t.raw
+            .execute(&format!("{update} WHERE namespace = $1"), &[&ns.encoded()])
+            .await
+            .unwrap();
+        let b = conformance::request(&Owner::new("b"), LONG_TTL_MS);
+        conformance::assert_corrupt(
+            t.store.acquire(&ns, &CONFIG, &b).await,
+            detail,
+            &format!("{label}: acquire"),
+        );
+        conformance::assert_corrupt(
+            t.store
+                .renew(&lease, LONG_TTL_MS, CONFIG.tolerance_ms)
+                .await,
+            detail,
+            &format!("{label}: renew"),
+        );
+        conformance::assert_corrupt(
+            t.store.inspect(&ns).await,
+            detail,
+            &format!("{label}: inspect"),
+        );
+    }
+    let ns_cases = [
+        (
+            "bits-99",
+            "UPDATE cosid_namespace SET bits = 99",
+            "bits 99 is not 1 to 31",
+        ),
+        (
+            "bits-0",
+            "UPDATE cosid_namespace SET bits = 0",
+            "bits 0 is not 1 to 31",
+        ),
+        (
+            "negative-tolerance",
+            "UPDATE cosid_namespace SET tolerance_ms = -1",
+            "tolerance_ms is negative",
+        ),
+        (
+            "gone",
+            "DELETE FROM cosid_namespace",
+            "missing while a lease on it is held",
+        ),
+    ];
+    for (label, update, detail) in ns_cases {
+        let ns = fresh(label);
+        let lease = conformance::acquire(&t, &ns, &Owner::new("a"), LONG_TTL_MS)
+            .await
+            .lease;
+        t.raw
+            .execute(&format!("{update} WHERE name = $1"), &[&ns.encoded()])
+            .await
+            .unwrap();
+        conformance::assert_corrupt(
+            t.store
+                .renew(&lease, LONG_TTL_MS, CONFIG.tolerance_ms)
+                .await,
+            detail,
+            &format!("{label}: renew"),
+        );
+        conformance::assert_corrupt(
+            t.store.release(&lease, None).await,
+            detail,
+            &format!("{label}: release"),
+        );
+    }
+}
+
+#[tokio::test]
+async fn the_schema_is_made_on_first_use_or_by_init_even_by_many_at_once() {
+    let Some(url) = conformance::server_url(URL_VAR, SCRIPT) else {
+        return;
+    };
+    let raw = raw_client(&url).await;
+    let tables = |schema: String| {
+        let raw = &raw;
+        async move {
+            let n: i64 = raw
+                .query_one(
+                    "SELECT count(*) FROM information_schema.tables WHERE table_schema = $1
+                     AND table_name IN ('cosid_namespace', 'cosid_slot')",
+                    &[&schema],
+                )
+                .await
+                .unwrap()
+                .get(0);
+            n
+        }
+    };
+    let schemas: Vec<String> = (0..2)
+        .map(|i| format!("cosid_test_{i}_{}", uuid::Uuid::new_v4().simple()))
+        .collect();
+    for s in &schemas {
+        raw.batch_execute(&format!("CREATE SCHEMA {s}"))
+            .await
+            .unwrap();
+    }
+    // First use: an acquire in an empty schema creates the tables.
+    let first = PostgresStore::open(&with_options(
+        &url,
+        &format!("-c search_path={}", schemas[0]),
+    ))
+    .unwrap();
+    assert_eq!(tables(schemas[0].clone()).await, 0);
+    let got = first
+        .acquire(
+            &fresh("schema"),
+            &CONFIG,
+            &conformance::request(&Owner::new("a"), LONG_TTL_MS),
+        )
+        .await
+        .unwrap();
+    assert_eq!(got.lease.slot, 0);
+    assert_eq!(tables(schemas[0].clone()).await, 2);
+    // `cosid init`, from eight stores at once: the advisory lock keeps CREATE TABLE from racing with itself.
+    let scoped = with_options(&url, &format!("-c search_path={}", schemas[1]));
+    let inits: Vec<_> = (0..8)
+        .map(|_| {
+            let scoped = scoped.clone();
+            tokio::spawn(async move { PostgresStore::open(&scoped).unwrap().init().await })
+        })
+        .collect();
+    for i in inits {
+        i.await.unwrap().expect("concurrent init");
+    }
+    assert_eq!(tables(schemas[1].clone()).await, 2);
+    for s in &schemas {
+        raw.batch_execute(&format!("DROP SCHEMA {s} CASCADE"))
+            .await
+            .unwrap();
+    }
+}
+
+#[tokio::test]
+async fn opens_through_store_urls_with_either_scheme() {
+    let Some(url) = conformance::server_url(URL_VAR, SCRIPT) else {
+        return;
+    };
+    for url in [url.clone(), url.replacen("postgres://", "postgresql://", 1)] {
+        let store = cosid::store::open(
+            &StoreUrl::parse(&url).unwrap(),
+            Arc::new(cosid::clock::SystemClock),
+        )
+        .await
+        .unwrap();
+        assert_eq!(store.kind(), "postgres");
+        let got = store
+            .acquire(
+                &fresh("url"),
+                &CONFIG,
+                &conformance::request(&Owner::new("a"), LONG_TTL_MS),
+            )
+            .await
+            .unwrap();
+        assert_eq!(got.lease.slot, 0);
+    }
+}
+
+#[tokio::test]
+async fn an_unreachable_server_is_unavailable_and_the_password_is_never_printed() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let store = PostgresStore::open(&format!(
+        "postgres://cosid:s3cret-pw@127.0.0.1:{port}/cosid"
+    ))
+    .unwrap();
+    assert!(!format!("{store:?}").contains("s3cret-pw"));
+    let err = store
+        .acquire(
+            &fresh("down"),
+            &CONFIG,
+            &conformance::request(&Owner::new("a"), LONG_TTL_MS),
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            StoreError::Unavailable {
+                store: "postgres",
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    let text = err.to_string();
+    assert!(text.contains(&format!("127.0.0.1:{port}")), "{text}");
+    assert!(!text.contains("s3cret-pw"), "{text}");
+}
+
+#[tokio::test]
+async fn wrong_credentials_are_an_answer_not_an_outage() {
+    let Some(url) = conformance::server_url(URL_VAR, SCRIPT) else {
+        return;
+    };
+    let mut config: tokio_postgres::Config = url.parse().unwrap();
+    config.password("wrong-pw");
+    let host = match &config.get_hosts()[0] {
+        tokio_postgres::config::Host::Tcp(h) => h.clone(),
+        #[cfg(unix)]
+        tokio_postgres::config::Host::Unix(p) => p.display().to_string(),
+    };
+    let bad = format!(
+        "postgres://{}:wrong-pw@{host}:{}/{}",
+        config.get_user().unwrap(),
+        config.get_ports()[0],
+        config.get_dbname().unwrap()
+    );
+    let err = PostgresStore::open(&bad)
+        .unwrap()
+        .acquire(
+            &fresh("auth"),
+            &CONFIG,
+            &conformance::request(&Owner::new("a"), LONG_TTL_MS),
+        )
+        .await
+        .unwrap_err();
+    assert!(!err.is_retryable(), "{err:?}");
+    let text = err.to_string();
+    assert!(
+        text.contains("28P01") || text.contains("password"),
+        "{text}"
+    );
+    assert!(!text.contains("wrong-pw"), "{text}");
+}
+
+#[tokio::test]
+async fn settings_warnings_name_an_unsafe_synchronous_commit() {
+    let Some(url) = conformance::server_url(URL_VAR, SCRIPT) else {
+        return;
+    };
+    let safe = PostgresStore::open(&url)
+        .unwrap()
+        .settings_warnings()
+        .await
+        .unwrap();
+    assert!(
+        safe.is_empty(),
+        "the test server runs with synchronous_commit on: {safe:?}"
+    );
+    let unsafe_url = with_options(&url, "-c synchronous_commit=off");
+    let warnings = PostgresStore::open(&unsafe_url)
+        .unwrap()
+        .settings_warnings()
+        .await
+        .unwrap();
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(
+        warnings[0].contains("synchronous_commit = off"),
+        "{warnings:?}"
+    );
+}
+
+#[test]
+fn runtimes_on_postgres_share_a_namespace_and_hand_over_at_release() {
+    let Some(url) = conformance::server_url(URL_VAR, SCRIPT) else {
+        return;
+    };
+    let name = format!("runtime-{}", uuid::Uuid::new_v4());
+    let build = || {
+        Runtime::builder()
+            .store(&url)
+            .namespace(&name)
+            .ttl(Duration::from_secs(5))
+            .bits(4)
+            .build()
+            .unwrap()
+    };
+    let a = build();
+    let b = build();
+    assert_ne!(a.status().slot, b.status().slot);
+    assert_eq!(a.status().store, "postgres");
+    let mut seen = HashSet::new();
+    for _ in 0..5_000 {
+        assert!(seen.insert(a.next_id().unwrap()));
+        assert!(seen.insert(b.next_id().unwrap()));
+    }
+    let slot = a.status().slot;
+    let last = a.shutdown().expect("a issued ids");
+    let tokio = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let record = tokio.block_on(async {
+        let store = PostgresStore::open(&url).unwrap();
+        let ns = Namespace::new(name.clone()).unwrap();
+        store
+            .inspect(&ns)
+            .await
+            .unwrap()
+            .slots
+            .into_iter()
+            .find(|r| r.slot == slot)
+            .unwrap()
+    });
+    assert_eq!(record.owner, None);
+    assert_eq!(
+        record.next_floor, last,
+        "the release handed the last issued millisecond over"
+    );
+    b.shutdown();
+}
