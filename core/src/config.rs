@@ -42,7 +42,7 @@ impl Default for Config {
             layout: Layout::millis(),
             ttl: Duration::from_secs(30),
             tolerance: Duration::from_secs(1),
-            bits: 10,
+            bits: DEFAULT_BITS,
             owner_key: None,
             preferred_slot: None,
             acquire_timeout: None,
@@ -51,6 +51,9 @@ impl Default for Config {
         }
     }
 }
+
+/// Slot bits of a namespace unless configured (fewer when the layout has fewer slot bits).
+pub const DEFAULT_BITS: u8 = 10;
 
 /// The environment variables [`Config::from_env`] reads, with what each sets.
 pub const ENV_VARS: &[(&str, &str)] = &[
@@ -109,8 +112,10 @@ impl Config {
         if let Some(v) = get("COSID_TOLERANCE") {
             self.tolerance = parse_duration("COSID_TOLERANCE", &v)?;
         }
-        if let Some(v) = get("COSID_BITS") {
-            self.bits = parse_number("COSID_BITS", &v)?;
+        match get("COSID_BITS") {
+            Some(v) => self.bits = parse_number("COSID_BITS", &v)?,
+            // The default 10 bits, or the layout's slot bits if it has fewer (the JavaScript-safe layout has 5).
+            None => self.bits = self.bits.min(self.layout.slot_bits()),
         }
         if let Some(v) = get("COSID_OWNER_KEY") {
             self.owner_key = Some(v);

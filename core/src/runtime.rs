@@ -206,8 +206,11 @@ impl Builder {
         self
     }
 
-    /// The id layout.
+    /// The id layout. Slot bits still at their default (10) follow a layout with fewer slot bits.
     pub fn layout(mut self, layout: Layout) -> Self {
+        if self.config.bits == crate::config::DEFAULT_BITS {
+            self.config.bits = self.config.bits.min(layout.slot_bits());
+        }
         self.config.layout = layout;
         self
     }

@@ -65,3 +65,28 @@ fn futures_lite<F: std::future::Future>(f: F) -> F::Output {
         .unwrap()
         .block_on(f)
 }
+
+#[test]
+fn the_javascript_safe_layout_gets_as_many_slot_bits_as_it_has() {
+    let rt = Runtime::builder()
+        .store("memory:")
+        .layout(cosid::Layout::js_safe())
+        .build()
+        .unwrap();
+    let id = rt.next_id().unwrap().as_u64();
+    assert!(id < 1 << 53, "{id} is not an exact JavaScript number");
+    let cfg = cosid::Config::default()
+        .with_vars(|k| (k == "COSID_LAYOUT").then(|| "js-safe".to_owned()))
+        .unwrap();
+    assert_eq!(cfg.bits, 5);
+    let explicit = Runtime::builder()
+        .store("memory:")
+        .bits(6)
+        .layout(cosid::Layout::js_safe())
+        .build();
+    assert_eq!(
+        explicit.unwrap_err().code(),
+        "CONFIG",
+        "explicit bits above the layout's are refused"
+    );
+}

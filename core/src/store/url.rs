@@ -76,6 +76,18 @@ impl StoreUrl {
     }
 }
 
+impl std::fmt::Display for StoreUrl {
+    /// The URL as it was given (paths of SQLite files as `sqlite://PATH`).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StoreUrl::Memory => f.write_str("memory:"),
+            StoreUrl::Sqlite(path) => write!(f, "sqlite://{}", path.display()),
+            StoreUrl::Redis(u) | StoreUrl::Postgres(u) | StoreUrl::Mysql(u) => f.write_str(u),
+            StoreUrl::Etcd(hosts) => write!(f, "etcd://{}", hosts.join(",")),
+        }
+    }
+}
+
 fn checked(url: &str, rest: &str) -> Result<String, StoreError> {
     let parsed = ::url::Url::parse(url).map_err(|e| StoreError::InvalidUrl {
         url: url.to_owned(),
@@ -96,7 +108,7 @@ pub async fn open(
     clock: Arc<dyn Clock>,
 ) -> Result<Arc<dyn LeaseStore>, StoreError> {
     let not_built = |store: &str, feature: &str| StoreError::InvalidUrl {
-        url: format!("{url:?}"),
+        url: url.to_string(),
         reason: format!("the {store} store is not compiled in (cargo feature `{feature}`)"),
     };
     match url {
