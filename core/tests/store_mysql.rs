@@ -411,3 +411,45 @@ fn a_server_down_at_start_up_fails_with_a_clear_error_after_the_acquire_timeout(
         "{text}"
     );
 }
+
+#[tokio::test]
+async fn require_ssl_never_falls_back_to_plaintext() {
+    let Some(url) = conformance::server_url("COSID_TEST_MYSQL_URL", ".ci/services/mariadb.sh")
+    else {
+        return;
+    };
+    // The test server speaks no TLS: a store told to require it must refuse to talk rather than downgrade.
+    let sep = if url.contains('?') { '&' } else { '?' };
+    let store = MysqlStore::open(&format!("{url}{sep}require_ssl=true"))
+        .await
+        .unwrap();
+    let err = store
+        .acquire(&fresh("tls"), &CONFIG, &request("a"))
+        .await
+        .unwrap_err();
+    // An answer, not an outage: a runtime fails at once instead of retrying for its whole acquire timeout.
+    assert!(
+        matches!(err, StoreError::Generic { store: "mysql", .. }),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("SSL"), "{err}");
+}
+
+#[tokio::test]
+async fn wrong_credentials_are_an_answer_not_an_outage() {
+    let Some(url) = conformance::server_url("COSID_TEST_MYSQL_URL", ".ci/services/mariadb.sh")
+    else {
+        return;
+    };
+    let parsed = url::Url::parse(&url).unwrap();
+    let mut bad = parsed.clone();
+    bad.set_password(Some("wrong-pw-123")).unwrap();
+    let err = MysqlStore::open(bad.as_str())
+        .await
+        .unwrap()
+        .acquire(&fresh("auth"), &CONFIG, &request("a"))
+        .await
+        .unwrap_err();
+    assert!(!err.is_retryable(), "{err:?}");
+    assert!(!err.to_string().contains("wrong-pw-123"), "{err}");
+}

@@ -17,7 +17,9 @@ use crate::lease::{
     SlotLease, SlotRecord,
 };
 use mysql_async::prelude::{FromValue, Queryable};
-use mysql_async::{IsolationLevel, Opts, OptsBuilder, Pool, Row, Transaction, TxOpts, Value};
+use mysql_async::{
+    DriverError, IsolationLevel, Opts, OptsBuilder, Pool, Row, Transaction, TxOpts, Value,
+};
 use std::future::Future;
 use std::pin::Pin;
 use std::time::Duration;
@@ -59,7 +61,8 @@ const SLOT_COLUMNS: &str =
 ///
 /// Opening does not connect: the first operation does, and creates the tables if they are missing (so does
 /// [`LeaseStore::init`]). The URL is a `mysql_async` URL (`mysql://user:password@host:port/database?options`);
-/// `mariadb://` is accepted as a synonym.
+/// `mariadb://` is accepted as a synonym. `?require_ssl=true` connects with TLS (rustls) and verifies the server's
+/// certificate against the Mozilla roots; without it the connection is plaintext.
 #[derive(Clone)]
 pub struct MysqlStore {
     pool: Pool,
@@ -113,7 +116,17 @@ const RETRYABLE_CODES: &[u16] = &[
 /// Maps a client error: network and transient server errors are `Unavailable`, the rest `Generic`.
 fn db(e: mysql_async::Error) -> StoreError {
     let retryable = match &e {
-        mysql_async::Error::Io(_) | mysql_async::Error::Driver(_) => true,
+        mysql_async::Error::Io(_) => true,
+        // The connection broke; the other driver errors are answers (no TLS on the server, an unknown
+        // authentication plugin, ...) that waiting will not change.
+        mysql_async::Error::Driver(d) => matches!(
+            d,
+            DriverError::ConnectionClosed
+                | DriverError::PoolDisconnected
+                | DriverError::PacketOutOfOrder
+                | DriverError::UnexpectedPacket { .. }
+                | DriverError::BadCompressedPacketHeader
+        ),
         mysql_async::Error::Server(s) => RETRYABLE_CODES.contains(&s.code),
         mysql_async::Error::Other(_) | mysql_async::Error::Url(_) => false,
     };
@@ -197,6 +210,10 @@ impl MysqlStore {
             }
         };
         let opts = Opts::from_url(&normalized).map_err(|e| invalid(e.to_string()))?;
+        if opts.ssl_opts().is_some() {
+            // rustls needs a process-wide crypto provider; keep one another part of the program installed.
+            let _ = rustls::crypto::ring::default_provider().install_default();
+        }
         if opts.db_name().is_none_or(str::is_empty) {
             return Err(invalid(
                 "no database named: expected mysql://user:password@host:port/database".into(),
