@@ -220,10 +220,22 @@ impl RuntimeCell {
                  cosid_shutdown first",
             ));
         }
-        let old_settings = slow.settings.replace(settings);
+        // Retire the sealed runtime first: calls from now on wait for the new one instead of reading the old.
+        let old = self.current.swap(ptr::null_mut(), Ordering::AcqRel);
+        if !old.is_null() {
+            slow.retired.push(Retired {
+                generation: fork::generation(),
+                // SAFETY: `old` came from `Box::into_raw` and was current; the list now owns it.
+                runtime: unsafe { Box::from_raw(old) },
+            });
+        }
+        let (old_state, old_settings) = (slow.state, slow.settings.replace(settings));
+        slow.state = State::Fresh;
         match self.start(&mut slow) {
             Ok(_) => Ok(()),
             Err(e) => {
+                // As before the call: a failed `cosid_init` does not turn into a lazy start later.
+                slow.state = old_state;
                 slow.settings = old_settings;
                 Err(e)
             }
