@@ -460,3 +460,131 @@ fn a_cluster_down_at_start_up_fails_with_a_clear_error_after_the_acquire_timeout
         "{text}"
     );
 }
+
+/// An etcd of the test's own, with authentication on, on free ports of 127.0.0.1; stopped when dropped.
+struct OwnEtcd {
+    child: std::process::Child,
+    client_port: u16,
+    _dir: tempfile::TempDir,
+}
+
+impl OwnEtcd {
+    /// Two distinct free ports (both held until both are chosen, so they cannot be the same).
+    fn free_ports() -> (u16, u16) {
+        let bind = || std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let (a, b) = (bind(), bind());
+        (
+            a.local_addr().unwrap().port(),
+            b.local_addr().unwrap().port(),
+        )
+    }
+
+    /// Starts it with user `root` (password `root-pw`) and authentication enabled; `None` without the binaries.
+    fn start_with_auth(test: &str) -> Option<OwnEtcd> {
+        let have = |bin: &str, arg: &str| {
+            std::process::Command::new(bin)
+                .env("ETCDCTL_API", "3")
+                .arg(arg)
+                .output()
+                .is_ok_and(|o| o.status.success())
+        };
+        if !have("etcd", "--version") || !have("etcdctl", "version") {
+            eprintln!("skipped {test}: etcd or etcdctl is not on PATH (bash .ci/services/etcd.sh installs them)");
+            return None;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let (client_port, peer_port) = Self::free_ports();
+        let client = format!("http://127.0.0.1:{client_port}");
+        let peer = format!("http://127.0.0.1:{peer_port}");
+        let child = std::process::Command::new("etcd")
+            .args(["--name", "auth", "--data-dir"])
+            .arg(dir.path().join("data"))
+            .args([
+                "--listen-client-urls",
+                &client,
+                "--advertise-client-urls",
+                &client,
+            ])
+            .args([
+                "--listen-peer-urls",
+                &peer,
+                "--initial-advertise-peer-urls",
+                &peer,
+            ])
+            .args(["--initial-cluster", &format!("auth={peer}")])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let server = OwnEtcd {
+            child,
+            client_port,
+            _dir: dir,
+        };
+        let ctl = |args: &[&str]| {
+            std::process::Command::new("etcdctl")
+                .env("ETCDCTL_API", "3")
+                .arg(format!("--endpoints=127.0.0.1:{client_port}"))
+                .args(args)
+                .output()
+                .unwrap()
+        };
+        let ready = (0..200).any(|_| {
+            let up = ctl(&["endpoint", "health"]).status.success();
+            if !up {
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+            up
+        });
+        assert!(ready, "the test's own etcd did not answer within 10 s");
+        for args in [
+            &["user", "add", "root:root-pw"][..],
+            &["user", "grant-role", "root", "root"][..],
+            &["auth", "enable"][..],
+        ] {
+            let out = ctl(args);
+            assert!(out.status.success(), "etcdctl {args:?}: {out:?}");
+        }
+        Some(server)
+    }
+}
+
+impl Drop for OwnEtcd {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[tokio::test]
+async fn user_and_password_come_from_the_url() {
+    let Some(server) = OwnEtcd::start_with_auth("user_and_password_come_from_the_url") else {
+        return;
+    };
+    let port = server.client_port;
+    let clock: Arc<dyn Clock> = Arc::new(ManualClock::new(T0));
+    // Percent-encoded like any URL's credentials.
+    let good = format!("etcd://root:root%2Dpw@127.0.0.1:{port}");
+    let store = cosid::store::open(&StoreUrl::parse(&good).unwrap(), clock.clone())
+        .await
+        .unwrap();
+    let got = store
+        .acquire(&fresh("auth"), &CONFIG, &request("a"))
+        .await
+        .unwrap_or_else(|e| panic!("{good}: {e}"));
+    assert_eq!(got.lease.slot, 0);
+    // Wrong or missing credentials are an answer, not an outage: not retried for the whole acquire timeout.
+    for bad in [
+        format!("root:wrong-pw@127.0.0.1:{port}"),
+        format!("127.0.0.1:{port}"),
+    ] {
+        let err = EtcdStore::open(std::slice::from_ref(&bad), clock.clone())
+            .await
+            .unwrap()
+            .acquire(&fresh("auth"), &CONFIG, &request("a"))
+            .await
+            .unwrap_err();
+        assert!(!err.is_retryable(), "{bad}: {err:?}");
+        assert!(!err.to_string().contains("wrong-pw"), "{err}");
+    }
+}
