@@ -107,6 +107,8 @@ pub async fn open(
     url: &StoreUrl,
     clock: Arc<dyn Clock>,
 ) -> Result<Arc<dyn LeaseStore>, StoreError> {
+    // Unused when every store is compiled in.
+    #[allow(unused_variables)]
     let not_built = |store: &str, feature: &str| StoreError::InvalidUrl {
         url: url.to_string(),
         reason: format!("the {store} store is not compiled in (cargo feature `{feature}`)"),
