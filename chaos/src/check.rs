@@ -1,0 +1,1085 @@
+//! The checker: reads a run's logs and says, Jepsen-style, what happened and whether the claim held.
+//!
+//! The claim: no id is acknowledged twice, and every acknowledged id lies in a window that the store granted to
+//! the process that issued it. The checker also counts the faults, finds the zombie resumes (a worker resumed
+//! from `SIGSTOP` after its lease expired) and what they did next, and measures availability.
+//!
+//! The analysis ([`analyze`]) is a pure function of the parsed logs, so it is tested on planted data, and
+//! [`self_test`] runs that same test before every real check: a checker that cannot see a planted duplicate
+//! fails the run instead of passing it.
+
+use crate::logs::{self, Line, RunInfo};
+use crate::nemesis::Kind;
+use cosid::{Id, Layout};
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::Path;
+
+/// The fewest acknowledged ids a run must have for its "no duplicate" to mean anything.
+pub const MIN_ACKED: u64 = 1_000;
+
+/// Availability is measured in buckets of this many ms: a slot is available in a bucket if an id on it was
+/// acknowledged then (workers issue every few ms while they can).
+const BUCKET_MS: u64 = 100;
+
+/// A window the store granted: `(floor, ceiling]` on a slot, with the fence of its lease.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Window {
+    /// The slot.
+    pub slot: u32,
+    /// The lease's fence.
+    pub fence: u64,
+    /// Excluded lower bound (store ms).
+    pub floor: u64,
+    /// Included upper bound, raised by renewals (store ms).
+    pub ceiling: u64,
+    /// The last timestamp handed to the next holder on release, if released: the window as the next holder
+    /// may see it ends there.
+    pub released_at: Option<u64>,
+    /// When the worker logged the grant (wall ms).
+    pub granted: u64,
+}
+
+impl Window {
+    fn covers(&self, slot: u32, ts: u64) -> bool {
+        self.slot == slot && self.floor < ts && ts <= self.ceiling
+    }
+
+    /// The part of the window no other holder may share: cut at the last issued timestamp if it was released.
+    fn exclusive_ceiling(&self) -> u64 {
+        match self.released_at {
+            Some(last) => self.floor.max(last.min(self.ceiling)),
+            None => self.ceiling,
+        }
+    }
+}
+
+/// One worker process (a restart is a new incarnation, and a new holder), as its logs tell it.
+#[derive(Debug, Clone, Default)]
+pub struct Incarnation {
+    /// Worker number.
+    pub worker: usize,
+    /// Incarnation number of that worker (1, 2, ...).
+    pub inc: usize,
+    /// Acknowledged ids with their acknowledgment time (wall ms).
+    pub ids: Vec<(u64, u64)>,
+    /// Every event line, in order.
+    pub events: Vec<Line>,
+    /// Bytes of a torn last id record.
+    pub torn_id_bytes: usize,
+    /// A torn last event line.
+    pub torn_event_line: bool,
+    /// Event lines that did not parse.
+    pub bad_lines: Vec<String>,
+}
+
+impl Incarnation {
+    /// `w<worker>.<inc>`.
+    pub fn name(&self) -> String {
+        logs::stem(self.worker, self.inc)
+    }
+
+    /// The windows this incarnation was granted, from its `ACQUIRED`, `RENEWED` and `RELEASED` lines.
+    pub fn windows(&self) -> Result<Vec<Window>, String> {
+        let mut out: Vec<Window> = Vec::new();
+        for l in &self.events {
+            match l.name.as_str() {
+                "ACQUIRED" => {
+                    let w = Window {
+                        slot: l.num("slot")?,
+                        fence: l.num("fence")?,
+                        floor: l.num("floor")?,
+                        ceiling: l.num("ceiling")?,
+                        released_at: None,
+                        granted: l.at,
+                    };
+                    // An idempotent retry returns the same lease: one window.
+                    match out
+                        .iter_mut()
+                        .find(|o| o.slot == w.slot && o.fence == w.fence)
+                    {
+                        Some(o) => o.ceiling = o.ceiling.max(w.ceiling),
+                        None => out.push(w),
+                    }
+                }
+                "RENEWED" => {
+                    let slot: u32 = l.num("slot")?;
+                    let ceiling: u64 = l.num("ceiling")?;
+                    match out.iter_mut().rev().find(|w| w.slot == slot) {
+                        Some(w) => w.ceiling = w.ceiling.max(ceiling),
+                        None => {
+                            return Err(format!(
+                                "{}: RENEWED slot {slot} before any ACQUIRED",
+                                self.name()
+                            ))
+                        }
+                    }
+                }
+                "RELEASED" => {
+                    let slot: u32 = l.num("slot")?;
+                    let last = match l.get("last") {
+                        Some("none") | None => None,
+                        Some(_) => Some(l.num::<u64>("last")?),
+                    };
+                    if let Some(w) = out.iter_mut().rev().find(|w| w.slot == slot) {
+                        w.released_at = Some(last.unwrap_or(w.floor));
+                    }
+                }
+                _ => {}
+            }
+        }
+        Ok(out)
+    }
+
+    /// The last `STATS` line's counters.
+    pub fn stats(&self) -> BTreeMap<String, u64> {
+        self.events
+            .iter()
+            .rev()
+            .find(|l| l.name == "STATS")
+            .map(|l| {
+                l.fields
+                    .iter()
+                    .filter_map(|(k, v)| v.parse().ok().map(|n| (k.clone(), n)))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+}
+
+/// Everything the checker reads.
+#[derive(Debug, Clone, Default)]
+pub struct RunLogs {
+    /// `run.txt`.
+    pub info: RunInfo,
+    /// `nemesis.log`.
+    pub nemesis: Vec<Line>,
+    /// Every worker incarnation.
+    pub incarnations: Vec<Incarnation>,
+    /// Lines of `nemesis.log` that did not parse.
+    pub bad_lines: Vec<String>,
+}
+
+/// Reads a run folder.
+pub fn load(dir: &Path) -> Result<RunLogs, String> {
+    let info = RunInfo::load(dir).map_err(|e| format!("{}: {e}", dir.join("run.txt").display()))?;
+    let mut logs = RunLogs {
+        info,
+        ..RunLogs::default()
+    };
+    let nemesis = dir.join("nemesis.log");
+    let (lines, _) =
+        logs::read_lines(&nemesis).map_err(|e| format!("{}: {e}", nemesis.display()))?;
+    for l in lines {
+        match l {
+            Ok(l) => logs.nemesis.push(l),
+            Err(e) => logs.bad_lines.push(e.to_string()),
+        }
+    }
+    let wdir = logs::workers_dir(dir);
+    let mut stems: Vec<(usize, usize)> = Vec::new();
+    for entry in std::fs::read_dir(&wdir).map_err(|e| format!("{}: {e}", wdir.display()))? {
+        let name = entry.map_err(|e| e.to_string())?.file_name();
+        let name = name.to_string_lossy();
+        if let Some(stem) = name.strip_suffix(".events") {
+            let parsed = stem
+                .strip_prefix('w')
+                .and_then(|s| s.split_once('.'))
+                .and_then(|(w, i)| Some((w.parse().ok()?, i.parse().ok()?)));
+            match parsed {
+                Some(p) => stems.push(p),
+                None => return Err(format!("unexpected file {name} in {}", wdir.display())),
+            }
+        }
+    }
+    stems.sort();
+    for (worker, inc) in stems {
+        let stem = logs::stem(worker, inc);
+        let mut incarnation = Incarnation {
+            worker,
+            inc,
+            ..Incarnation::default()
+        };
+        let events = wdir.join(format!("{stem}.events"));
+        let (lines, torn) =
+            logs::read_lines(&events).map_err(|e| format!("{}: {e}", events.display()))?;
+        incarnation.torn_event_line = torn > 0;
+        for l in lines {
+            match l {
+                Ok(l) => incarnation.events.push(l),
+                Err(e) => incarnation.bad_lines.push(e.to_string()),
+            }
+        }
+        let ids = wdir.join(format!("{stem}.ids"));
+        if ids.exists() {
+            let (records, torn) =
+                logs::read_ids(&ids).map_err(|e| format!("{}: {e}", ids.display()))?;
+            incarnation.ids = records;
+            incarnation.torn_id_bytes = torn;
+        }
+        logs.incarnations.push(incarnation);
+    }
+    Ok(logs)
+}
+
+/// A duplicated id and who acknowledged it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Duplicate {
+    /// The id.
+    pub id: u64,
+    /// The incarnations that acknowledged it (one name per copy).
+    pub holders: Vec<String>,
+}
+
+/// An id outside every window its holder was granted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stray {
+    /// The id.
+    pub id: u64,
+    /// Its holder.
+    pub holder: String,
+    /// Its slot and timestamp.
+    pub slot: u32,
+    /// Timestamp (ms).
+    pub ts: u64,
+}
+
+/// Two windows on one slot, of different leases, that share time.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Overlap {
+    /// The slot.
+    pub slot: u32,
+    /// `holder fence (floor, ceiling]` of each.
+    pub first: String,
+    /// The other.
+    pub second: String,
+}
+
+/// A worker resumed from `SIGSTOP` after its lease had expired.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Zombie {
+    /// The incarnation.
+    pub holder: String,
+    /// The slot it held.
+    pub slot: u32,
+    /// How long after its lease expired it resumed (ms).
+    pub late_by_ms: u64,
+    /// What happened next: `slot-lost`, `renewed-in-place` (nobody took the slot meanwhile), `killed`,
+    /// `nothing` (the run ended first).
+    pub outcome: &'static str,
+    /// Id calls refused from the pause to 3 s after the resume, by error code.
+    pub refused: BTreeMap<String, u64>,
+    /// Ids the zombie acknowledged past its old ceiling on that slot before the outcome (only legitimate with
+    /// `renewed-in-place`, and then inside the renewed window).
+    pub past_ceiling: u64,
+}
+
+/// The availability of one slot.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Availability {
+    /// The slot.
+    pub slot: u32,
+    /// Fraction of the measured time in which an id on it was acknowledged.
+    pub fraction: f64,
+    /// Longest time with no id acknowledged on it (ms), and when it started (ms after the measure start).
+    pub longest_gap: (u64, u64),
+}
+
+/// What the checker found.
+#[derive(Debug, Clone, Default)]
+pub struct Analysis {
+    /// Id calls made (at least: a worker killed between two `STATS` lines undercounts).
+    pub attempted: u64,
+    /// Ids in the logs.
+    pub acknowledged: u64,
+    /// Ids acknowledged more than once.
+    pub duplicates: Vec<Duplicate>,
+    /// Extra copies in all (an id acknowledged 3 times counts 2).
+    pub duplicate_copies: u64,
+    /// Ids outside a window granted to their holder.
+    pub strays: Vec<Stray>,
+    /// Overlapping windows of different leases.
+    pub overlaps: Vec<Overlap>,
+    /// Event counts over all incarnations, by name.
+    pub events: BTreeMap<String, u64>,
+    /// Refused id calls, by error code.
+    pub refused: BTreeMap<String, u64>,
+    /// Faults injected, by kind name (plus `restore` for the negative control).
+    pub faults: BTreeMap<String, u64>,
+    /// Faults that could not be injected, by kind name.
+    pub faults_failed: BTreeMap<String, u64>,
+    /// Zombie resumes.
+    pub zombies: Vec<Zombie>,
+    /// `SIGSTOP`s that ended while the lease was still valid, or with no lease held.
+    pub harmless_pauses: u64,
+    /// Per slot.
+    pub availability: Vec<Availability>,
+    /// Longest time with no id acknowledged on any slot (ms), and when it started (ms after the measure start).
+    pub longest_gap: (u64, u64),
+    /// What the nemesis did around the longest gap.
+    pub longest_gap_faults: Vec<String>,
+    /// Worker incarnations.
+    pub incarnations: usize,
+    /// Problems with the checker's input or its own working: any of them makes the result meaningless.
+    pub sanity: Vec<String>,
+}
+
+impl Analysis {
+    /// Duplicates + strays + overlaps + store-regression alarms: everything that must be 0 on a sound store.
+    pub fn violations(&self) -> u64 {
+        self.duplicate_copies
+            + self.strays.len() as u64
+            + self.overlaps.len() as u64
+            + self.regressions()
+    }
+
+    /// `STORE_REGRESSION` events.
+    pub fn regressions(&self) -> u64 {
+        self.events.get("STORE_REGRESSION").copied().unwrap_or(0)
+    }
+
+    /// Whether the negative control saw the lost writes: duplicates, or the runtime's own alarm.
+    pub fn detected(&self) -> bool {
+        self.duplicate_copies > 0 || self.regressions() > 0
+    }
+}
+
+/// Analyzes parsed logs. `layout` decodes the ids.
+pub fn analyze(logs: &RunLogs, layout: &Layout) -> Analysis {
+    let mut a = Analysis {
+        incarnations: logs.incarnations.len(),
+        ..Analysis::default()
+    };
+    let info = &logs.info;
+    let bits: u8 = info.num("bits").unwrap_or_else(|e| {
+        a.sanity.push(e);
+        1
+    });
+    let started: u64 = info.num("started_at").unwrap_or(0);
+    let ended: u64 = info.num("ended_at").unwrap_or(u64::MAX);
+    let from: u64 = info.num("measure_from").unwrap_or(started);
+    let to: u64 = info.num("measure_to").unwrap_or(ended);
+    let negative = info.get("negative") == Some("true");
+    for b in &logs.bad_lines {
+        a.sanity.push(format!("nemesis.log: {b}"));
+    }
+
+    // Faults, and which incarnations were killed (their logs may be torn).
+    let mut killed: Vec<(usize, usize)> = Vec::new();
+    for l in &logs.nemesis {
+        let kind = l.get("kind").unwrap_or("?").to_owned();
+        match l.name.as_str() {
+            "FAULT" => {
+                *a.faults.entry(kind.clone()).or_default() += 1;
+                if kind == Kind::Kill.name() {
+                    if let (Ok(w), Ok(i)) = (l.num("worker"), l.num("inc")) {
+                        killed.push((w, i));
+                    }
+                }
+            }
+            "FAULT_FAILED" => *a.faults_failed.entry(kind).or_default() += 1,
+            "RESTORE" => *a.faults.entry("restore".into()).or_default() += 1,
+            "UNEXPECTED_EXIT" => a.sanity.push(format!(
+                "worker {} incarnation {} exited by itself: {}",
+                l.get("worker").unwrap_or("?"),
+                l.get("inc").unwrap_or("?"),
+                l.reason.as_deref().unwrap_or("")
+            )),
+            "STOP_TIMEOUT" => a.sanity.push(format!(
+                "worker {} incarnation {} did not stop within 10 s of being asked",
+                l.get("worker").unwrap_or("?"),
+                l.get("inc").unwrap_or("?")
+            )),
+            "WARM_TIMEOUT" => a
+                .sanity
+                .push("not every slot was held within 30 s of the start".into()),
+            "SNAPSHOT_FAILED" | "RESTORE_FAILED" => {
+                a.sanity
+                    .push(format!("{}: {}", l.name, l.reason.as_deref().unwrap_or("")))
+            }
+            _ => {}
+        }
+    }
+
+    // Windows, and the checks on every id.
+    let mut all: Vec<(u64, u32)> = Vec::new();
+    let mut windows: Vec<(usize, Window)> = Vec::new();
+    let mut acks_by_slot: BTreeMap<u32, Vec<u64>> = BTreeMap::new();
+    let mut ids_by_slot: BTreeMap<u32, u64> = BTreeMap::new();
+    for (h, inc) in logs.incarnations.iter().enumerate() {
+        let name = inc.name();
+        for b in &inc.bad_lines {
+            a.sanity.push(b.clone());
+        }
+        let was_killed = killed.contains(&(inc.worker, inc.inc));
+        if (inc.torn_event_line || inc.torn_id_bytes > 0) && !was_killed {
+            a.sanity.push(format!(
+                "{name}: a torn log, but the process was never killed"
+            ));
+        }
+        if !inc.events.iter().any(|l| l.name == "START") {
+            a.sanity.push(format!("{name}: no START line"));
+        }
+        for l in &inc.events {
+            *a.events.entry(l.name.clone()).or_default() += 1;
+        }
+        let stats = inc.stats();
+        let counted = stats.get("acked").copied().unwrap_or(0);
+        if counted > inc.ids.len() as u64 {
+            a.sanity.push(format!(
+                "{name}: the worker counted {counted} acknowledged ids but its log holds {}",
+                inc.ids.len()
+            ));
+        }
+        a.attempted += stats
+            .get("attempted")
+            .copied()
+            .unwrap_or(0)
+            .max(inc.ids.len() as u64);
+        for (k, v) in &stats {
+            if let Some(code) = k.strip_prefix("err.") {
+                *a.refused.entry(code.to_owned()).or_default() += v;
+            }
+        }
+        let wins = match inc.windows() {
+            Ok(w) => w,
+            Err(e) => {
+                a.sanity.push(e);
+                Vec::new()
+            }
+        };
+        for w in &wins {
+            if w.floor > w.ceiling {
+                a.sanity.push(format!(
+                    "{name}: window with floor {} above ceiling {}",
+                    w.floor, w.ceiling
+                ));
+            }
+        }
+        let mut bad_ack_time = 0u64;
+        for &(id, at) in &inc.ids {
+            a.acknowledged += 1;
+            all.push((id, h as u32));
+            if at < started || at > ended.saturating_add(1_000) {
+                bad_ack_time += 1;
+            }
+            let Ok(p) = layout.decompose(Id::from_u64(id)) else {
+                a.sanity
+                    .push(format!("{name}: id {id} does not decode with the layout"));
+                continue;
+            };
+            let slot = p.slot as u32;
+            if u64::from(slot) >= 1u64 << bits {
+                a.sanity.push(format!(
+                    "{name}: id {id} has slot {slot}, not below 2^{bits}"
+                ));
+            }
+            *ids_by_slot.entry(slot).or_default() += 1;
+            acks_by_slot.entry(slot).or_default().push(at);
+            if !wins.iter().any(|w| w.covers(slot, p.timestamp_ms)) {
+                a.strays.push(Stray {
+                    id,
+                    holder: name.clone(),
+                    slot,
+                    ts: p.timestamp_ms,
+                });
+            }
+        }
+        if bad_ack_time > 0 {
+            a.sanity.push(format!(
+                "{name}: {bad_ack_time} ids acknowledged outside the run's time ({started}..{ended})"
+            ));
+        }
+        windows.extend(wins.into_iter().map(|w| (h, w)));
+    }
+
+    // Duplicates.
+    all.sort_unstable();
+    let mut i = 0;
+    while i < all.len() {
+        let mut j = i + 1;
+        while j < all.len() && all[j].0 == all[i].0 {
+            j += 1;
+        }
+        if j - i > 1 {
+            a.duplicate_copies += (j - i - 1) as u64;
+            a.duplicates.push(Duplicate {
+                id: all[i].0,
+                holders: all[i..j]
+                    .iter()
+                    .map(|&(_, h)| logs.incarnations[h as usize].name())
+                    .collect(),
+            });
+        }
+        i = j;
+    }
+
+    // Overlapping windows of different leases on one slot.
+    windows.sort_by_key(|(_, w)| (w.slot, w.floor, w.fence));
+    for (k, (h1, w1)) in windows.iter().enumerate() {
+        for (h2, w2) in &windows[k + 1..] {
+            // Sorted by floor: once one starts at or past this window's end, every later one does. (A window cut
+            // by its release may be followed by one that starts inside its granted ceiling: that is the protocol.)
+            if w2.slot != w1.slot || w2.floor >= w1.exclusive_ceiling() {
+                break;
+            }
+            if w2.floor >= w2.exclusive_ceiling() || (h1 == h2 && w1.fence == w2.fence) {
+                continue; // an empty window shares nothing
+            }
+            let show = |h: usize, w: &Window| {
+                format!(
+                    "{} fence {} ({}, {}]",
+                    logs.incarnations[h].name(),
+                    w.fence,
+                    w.floor,
+                    w.exclusive_ceiling()
+                )
+            };
+            a.overlaps.push(Overlap {
+                slot: w1.slot,
+                first: show(*h1, w1),
+                second: show(*h2, w2),
+            });
+        }
+    }
+
+    // Zombie resumes.
+    zombies(logs, &mut a);
+
+    // Availability and gaps.
+    let slots = 1u32 << bits.min(16);
+    let span = to.saturating_sub(from).max(1);
+    let buckets = span.div_ceil(BUCKET_MS);
+    let mut every: Vec<u64> = Vec::new();
+    for slot in 0..slots {
+        let mut acks: Vec<u64> = acks_by_slot
+            .get(&slot)
+            .map(|v| {
+                v.iter()
+                    .copied()
+                    .filter(|&t| t >= from && t <= to)
+                    .collect()
+            })
+            .unwrap_or_default();
+        acks.sort_unstable();
+        acks.dedup();
+        let mut filled = acks
+            .iter()
+            .map(|t| (t - from) / BUCKET_MS)
+            .collect::<Vec<_>>();
+        filled.dedup();
+        a.availability.push(Availability {
+            slot,
+            fraction: filled.len() as f64 / buckets as f64,
+            longest_gap: longest_gap(&acks, from, to),
+        });
+        every.extend(acks);
+        if ids_by_slot.get(&slot).copied().unwrap_or(0) == 0 {
+            a.sanity
+                .push(format!("no id was ever acknowledged on slot {slot}"));
+        }
+        if !windows.iter().any(|(_, w)| w.slot == slot) {
+            a.sanity
+                .push(format!("no window was ever granted on slot {slot}"));
+        }
+    }
+    every.sort_unstable();
+    every.dedup();
+    a.longest_gap = longest_gap(&every, from, to);
+    let (gap, gap_start) = a.longest_gap;
+    let (lo, hi) = (from + gap_start, from + gap_start + gap);
+    a.longest_gap_faults = logs
+        .nemesis
+        .iter()
+        .filter(|l| {
+            matches!(l.name.as_str(), "FAULT" | "RESTORE") && l.at + 15_000 >= lo && l.at <= hi
+        })
+        .map(|l| {
+            format!(
+                "{} at +{:.1} s",
+                l.get("kind").unwrap_or(&l.name.to_ascii_lowercase()),
+                l.at.saturating_sub(from) as f64 / 1000.0
+            )
+        })
+        .collect();
+
+    // The run must have done something for its zeros to mean anything.
+    if a.acknowledged < MIN_ACKED {
+        a.sanity.push(format!(
+            "only {} ids were acknowledged; at least {MIN_ACKED} are needed for the result to mean anything",
+            a.acknowledged
+        ));
+    }
+    if info.get("warm_up_ok") == Some("false") {
+        a.sanity
+            .push("the warm-up did not see every slot held".into());
+    }
+    if negative {
+        if !logs.nemesis.iter().any(|l| l.name == "RESTORE") {
+            a.sanity
+                .push("the negative control never restored an older copy of Redis' data".into());
+        }
+    } else {
+        let injected: u64 = a.faults.values().sum();
+        if injected >= 2 * Kind::ALL.len() as u64 {
+            for k in Kind::ALL {
+                if !a.faults.contains_key(k.name()) {
+                    a.sanity.push(format!(
+                        "the nemesis never injected {k}, in {injected} faults"
+                    ));
+                }
+            }
+        }
+    }
+    a
+}
+
+/// The longest stretch of `[from, to]` with no time in `sorted`: (length, start offset from `from`).
+fn longest_gap(sorted: &[u64], from: u64, to: u64) -> (u64, u64) {
+    let mut best = (0, 0);
+    let mut prev = from;
+    for &t in sorted.iter().chain(std::iter::once(&to)) {
+        if t.saturating_sub(prev) > best.0 {
+            best = (t - prev, prev - from);
+        }
+        prev = prev.max(t);
+    }
+    best
+}
+
+fn zombies(logs: &RunLogs, a: &mut Analysis) {
+    let find = |w: usize, i: usize| {
+        logs.incarnations
+            .iter()
+            .position(|x| x.worker == w && x.inc == i)
+    };
+    for (n, stop) in logs.nemesis.iter().enumerate() {
+        if stop.name != "FAULT" || stop.get("kind") != Some(Kind::Pause.name()) {
+            continue;
+        }
+        let (Ok(w), Ok(i)) = (stop.num::<usize>("worker"), stop.num::<usize>("inc")) else {
+            continue;
+        };
+        let Some(h) = find(w, i) else { continue };
+        let inc = &logs.incarnations[h];
+        let resumed = logs.nemesis[n + 1..].iter().find(|l| {
+            l.get("worker") == stop.get("worker")
+                && l.get("inc") == stop.get("inc")
+                && (l.get("kind") == Some("sigcont") || l.get("kind") == Some(Kind::Kill.name()))
+        });
+        let Some(resumed) = resumed.filter(|l| l.get("kind") == Some("sigcont")) else {
+            continue; // killed while stopped: never resumed
+        };
+        let (t0, t1) = (stop.at, resumed.at);
+        // The lease held when the pause began: the last grant or renewal before it, unless lost since.
+        let mut held: Option<(u32, u64, u64)> = None; // slot, expires, ceiling
+        for l in inc.events.iter().take_while(|l| l.at <= t0) {
+            match l.name.as_str() {
+                "ACQUIRED" | "RENEWED" => {
+                    if let (Ok(s), Ok(e), Ok(c)) =
+                        (l.num("slot"), l.num("expires"), l.num("ceiling"))
+                    {
+                        held = Some((s, e, c));
+                    }
+                }
+                "SLOT_LOST" | "STORE_REGRESSION" | "RELEASED" => held = None,
+                _ => {}
+            }
+        }
+        let Some((slot, expires, ceiling)) = held else {
+            a.harmless_pauses += 1;
+            continue;
+        };
+        if t1 <= expires {
+            a.harmless_pauses += 1;
+            continue;
+        }
+        let after = inc.events.iter().filter(|l| l.at >= t1);
+        let mut outcome = "nothing";
+        let mut outcome_at = u64::MAX;
+        for l in after {
+            let same_slot = l.get("slot").and_then(|s| s.parse::<u32>().ok()) == Some(slot);
+            match l.name.as_str() {
+                "SLOT_LOST" if same_slot => outcome = "slot-lost",
+                "RENEWED" if same_slot => outcome = "renewed-in-place",
+                "STORE_REGRESSION" if same_slot => outcome = "store-regression",
+                _ => continue,
+            }
+            outcome_at = l.at;
+            break;
+        }
+        let killed = logs.nemesis[n + 1..].iter().any(|l| {
+            l.name == "FAULT"
+                && l.get("kind") == Some(Kind::Kill.name())
+                && l.get("worker") == stop.get("worker")
+                && l.get("inc") == stop.get("inc")
+                && l.at < outcome_at
+        });
+        if outcome == "nothing" && killed {
+            outcome = "killed";
+        }
+        let stats_at = |t: u64, before: bool| {
+            let pick = |l: &&Line| l.name == "STATS" && if before { l.at <= t } else { l.at >= t };
+            let line = if before {
+                inc.events.iter().rev().find(pick)
+            } else {
+                inc.events.iter().find(pick)
+            };
+            line.map(|l| {
+                l.fields
+                    .iter()
+                    .filter_map(|(k, v)| {
+                        Some((k.strip_prefix("err.")?.to_owned(), v.parse::<u64>().ok()?))
+                    })
+                    .collect::<BTreeMap<String, u64>>()
+            })
+            .unwrap_or_default()
+        };
+        let before = stats_at(t0, true);
+        let later = stats_at(t1 + 3_000, false);
+        let refused = later
+            .iter()
+            .map(|(k, v)| {
+                (
+                    k.clone(),
+                    v.saturating_sub(before.get(k).copied().unwrap_or(0)),
+                )
+            })
+            .filter(|(_, v)| *v > 0)
+            .collect();
+        let layout = Layout::millis();
+        let past_ceiling = inc
+            .ids
+            .iter()
+            .filter(|&&(id, at)| {
+                at >= t1
+                    && at <= outcome_at
+                    && layout
+                        .decompose(Id::from_u64(id))
+                        .is_ok_and(|p| p.slot as u32 == slot && p.timestamp_ms > ceiling)
+            })
+            .count() as u64;
+        a.zombies.push(Zombie {
+            holder: inc.name(),
+            slot,
+            late_by_ms: t1 - expires,
+            outcome,
+            refused,
+            past_ceiling,
+        });
+    }
+}
+
+/// The planted-fault self-test: the checker must find exactly the duplicate, the stray id and the overlap put
+/// into a small synthetic run, and nothing in its clean twin. Returns what went wrong, if anything.
+pub fn self_test() -> Result<(), String> {
+    let layout = Layout::millis();
+    let id = |ts: u64, slot: u64, seq: u64| {
+        layout
+            .compose(ts - layout.epoch_ms(), slot, seq)
+            .expect("a valid planted id")
+            .as_u64()
+    };
+    let base = 1_800_000_000_000u64;
+    let mut info = RunInfo::default();
+    info.set("bits", 1);
+    info.set("negative", false);
+    info.set("started_at", base - 10_000);
+    info.set("measure_from", base - 10_000);
+    info.set("measure_to", base + 10_000);
+    info.set("ended_at", base + 20_000);
+    let ev = |t: u64, s: &str| Line::parse(&format!("{t} {s}")).expect("a valid planted line");
+    let holder = |worker, lines: Vec<Line>, ids: Vec<(u64, u64)>| Incarnation {
+        worker,
+        inc: 1,
+        ids,
+        events: lines,
+        ..Incarnation::default()
+    };
+    let many = |slot: u64, from: u64, n: u64| -> Vec<(u64, u64)> {
+        (0..n)
+            .map(|k| (id(from + k, slot, 0), base - 10_000 + k * 10))
+            .collect()
+    };
+    // Two clean holders, one per slot, with 2,000 ids between them.
+    let a_ids = many(0, base + 1, 1_000);
+    let b_ids = many(1, base + 1, 1_000);
+    let clean = RunLogs {
+        info: info.clone(),
+        nemesis: Vec::new(),
+        incarnations: vec![
+            holder(
+                0,
+                vec![
+                    ev(base - 10_000, "START pid=1"),
+                    ev(base - 10_000, "ACQUIRED slot=0 fence=1 floor=0 ceiling=1800000000500 expires=1800000000250"),
+                    ev(base - 9_000, "RENEWED slot=0 ceiling=1800000005000 expires=1800000004750"),
+                ],
+                a_ids.clone(),
+            ),
+            holder(
+                1,
+                vec![
+                    ev(base - 10_000, "START pid=2"),
+                    ev(base - 10_000, "ACQUIRED slot=1 fence=1 floor=0 ceiling=1800000005000 expires=1800000004750"),
+                ],
+                b_ids.clone(),
+            ),
+        ],
+        bad_lines: Vec::new(),
+    };
+    let c = analyze(&clean, &layout);
+    if c.violations() != 0 || c.acknowledged != 2_000 || !c.sanity.is_empty() {
+        return Err(format!(
+            "on clean planted logs the checker found {} violations, {} ids and sanity problems {:?}",
+            c.violations(),
+            c.acknowledged,
+            c.sanity
+        ));
+    }
+    // The faulty twin: holder 2 got an overlapping window on slot 0 and repeated one of holder 0's ids; holder
+    // 0 also logged an id past its ceiling.
+    let mut faulty = clean;
+    faulty.incarnations[0]
+        .ids
+        .push((id(base + 6_000, 0, 0), base));
+    faulty.incarnations.push(holder(
+        2,
+        vec![
+            ev(base - 5_000, "START pid=3"),
+            ev(base - 5_000, "ACQUIRED slot=0 fence=2 floor=1800000000100 ceiling=1800000003000 expires=1800000002750"),
+        ],
+        vec![(a_ids[200].0, base)],
+    ));
+    let f = analyze(&faulty, &layout);
+    let found = (f.duplicate_copies, f.strays.len(), f.overlaps.len());
+    if found != (1, 1, 1) || f.duplicates[0].id != a_ids[200].0 || f.strays[0].ts != base + 6_000 {
+        return Err(format!(
+            "on planted faults the checker found (duplicates, strays, overlaps) = {found:?}, expected (1, 1, 1): {:?} {:?}",
+            f.duplicates, f.strays
+        ));
+    }
+    Ok(())
+}
+
+/// The Jepsen-style report of one run.
+pub fn report(dir: &Path, logs: &RunLogs, a: &Analysis) -> String {
+    let info = &logs.info;
+    let mut s = String::new();
+    let span_s = |k: &str| info.num::<u64>(k).unwrap_or(0);
+    let measured = span_s("measure_to").saturating_sub(span_s("measure_from")) as f64 / 1000.0;
+    let _ = writeln!(s, "run {}", dir.display());
+    let _ = writeln!(
+        s,
+        "  seed {}, {} workers on {} slots, ttl {} ms, tolerance {} ms, appendfsync {}, {:.1} s measured",
+        info.get("seed").unwrap_or("?"),
+        info.get("workers").unwrap_or("?"),
+        1u64 << info.num::<u8>("bits").unwrap_or(0),
+        info.get("ttl_ms").unwrap_or("?"),
+        info.get("tolerance_ms").unwrap_or("?"),
+        info.get("appendfsync").unwrap_or("?"),
+        measured
+    );
+    let _ = writeln!(
+        s,
+        "  slots at the end: {}",
+        info.get("final_slots").unwrap_or("?")
+    );
+    let _ = writeln!(s, "faults");
+    for (k, v) in &a.faults {
+        let failed = a
+            .faults_failed
+            .get(k)
+            .map_or(String::new(), |n| format!(" ({n} failed to inject)"));
+        let _ = writeln!(s, "  {k:<18} {v:>6}{failed}");
+    }
+    for (k, v) in a
+        .faults_failed
+        .iter()
+        .filter(|(k, _)| !a.faults.contains_key(*k))
+    {
+        let _ = writeln!(s, "  {k:<18} {:>6} ({v} failed to inject)", 0);
+    }
+    let _ = writeln!(s, "ids");
+    let _ = writeln!(s, "  attempted          {:>9}", a.attempted);
+    let _ = writeln!(s, "  acknowledged       {:>9}", a.acknowledged);
+    let _ = writeln!(
+        s,
+        "  duplicated         {:>9}   must be 0",
+        a.duplicate_copies
+    );
+    let _ = writeln!(s, "  outside a window   {:>9}   must be 0", a.strays.len());
+    let _ = writeln!(
+        s,
+        "  overlapping windows{:>9}   must be 0",
+        a.overlaps.len()
+    );
+    let _ = writeln!(
+        s,
+        "  store regressions  {:>9}   must be 0 on a durable store (the runtime's alarm)",
+        a.regressions()
+    );
+    for d in a.duplicates.iter().take(5) {
+        let _ = writeln!(
+            s,
+            "    duplicate {} ({}) acknowledged by {}",
+            d.id,
+            Layout::millis()
+                .to_friendly(Id::from_u64(d.id))
+                .unwrap_or_default(),
+            d.holders.join(", ")
+        );
+    }
+    for x in a.strays.iter().take(5) {
+        let _ = writeln!(
+            s,
+            "    stray {} by {}: slot {}, ts {}",
+            x.id, x.holder, x.slot, x.ts
+        );
+    }
+    for o in a.overlaps.iter().take(5) {
+        let _ = writeln!(
+            s,
+            "    overlap on slot {}: {} and {}",
+            o.slot, o.first, o.second
+        );
+    }
+    let _ = writeln!(s, "refused id calls (by error code)");
+    for (k, v) in &a.refused {
+        let _ = writeln!(s, "  {k:<22} {v:>9}");
+    }
+    let _ = writeln!(s, "runtime events");
+    for (k, v) in a.events.iter().filter(|(k, _)| {
+        !matches!(
+            k.as_str(),
+            "STATS" | "START" | "BUILT" | "EXIT" | "SHUTDOWN"
+        )
+    }) {
+        let _ = writeln!(s, "  {k:<22} {v:>9}");
+    }
+    let _ = writeln!(s, "  worker incarnations    {:>9}", a.incarnations);
+    let mut outcomes: BTreeMap<&str, u64> = BTreeMap::new();
+    for z in &a.zombies {
+        *outcomes.entry(z.outcome).or_default() += 1;
+    }
+    let _ = writeln!(
+        s,
+        "zombie resumes: {} (then {}); {} other pauses ended with the lease still valid or none held",
+        a.zombies.len(),
+        outcomes.iter().map(|(k, v)| format!("{k} {v}")).collect::<Vec<_>>().join(", "),
+        a.harmless_pauses
+    );
+    for z in &a.zombies {
+        let refused: Vec<String> = z.refused.iter().map(|(k, v)| format!("{k} {v}")).collect();
+        let _ = writeln!(
+            s,
+            "  {} slot {} resumed {} ms after expiry: {}; refused calls: {}; ids past the old ceiling: {}",
+            z.holder,
+            z.slot,
+            z.late_by_ms,
+            z.outcome,
+            if refused.is_empty() { "none".into() } else { refused.join(", ") },
+            z.past_ceiling
+        );
+    }
+    let _ = writeln!(
+        s,
+        "availability (an id acknowledged in each {BUCKET_MS} ms)"
+    );
+    for av in &a.availability {
+        let _ = writeln!(
+            s,
+            "  slot {}   {:5.1} %   longest gap {:.1} s at +{:.1} s",
+            av.slot,
+            av.fraction * 100.0,
+            av.longest_gap.0 as f64 / 1000.0,
+            av.longest_gap.1 as f64 / 1000.0
+        );
+    }
+    let _ = writeln!(
+        s,
+        "  longest gap with no id acknowledged on any slot: {:.1} s at +{:.1} s{}",
+        a.longest_gap.0 as f64 / 1000.0,
+        a.longest_gap.1 as f64 / 1000.0,
+        if a.longest_gap_faults.is_empty() {
+            String::new()
+        } else {
+            format!(
+                " (faults just before or during it: {})",
+                a.longest_gap_faults.join(", ")
+            )
+        }
+    );
+    if a.sanity.is_empty() {
+        let _ = writeln!(s, "checker sanity: ok (planted-fault self-test passed, every log decoded, {} ids checked)", a.acknowledged);
+    } else {
+        let _ = writeln!(s, "checker sanity: FAILED");
+        for p in a.sanity.iter().take(20) {
+            let _ = writeln!(s, "  {p}");
+        }
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_self_test_passes() {
+        self_test().unwrap();
+    }
+
+    #[test]
+    fn gaps_include_both_edges() {
+        assert_eq!(longest_gap(&[], 100, 600), (500, 0));
+        assert_eq!(longest_gap(&[150, 160, 400], 100, 450), (240, 60));
+        assert_eq!(longest_gap(&[110, 440], 100, 1_000), (560, 340));
+    }
+
+    #[test]
+    fn a_released_window_may_be_followed_inside_its_granted_ceiling() {
+        let w = Window {
+            slot: 0,
+            fence: 1,
+            floor: 100,
+            ceiling: 500,
+            released_at: Some(200),
+            granted: 0,
+        };
+        assert_eq!(w.exclusive_ceiling(), 200);
+        let unused = Window {
+            released_at: Some(50),
+            ..w.clone()
+        };
+        assert_eq!(unused.exclusive_ceiling(), 100);
+    }
+
+    #[test]
+    fn renewals_extend_the_latest_window_of_their_slot() {
+        let inc = Incarnation {
+            worker: 0,
+            inc: 1,
+            events: [
+                "1 ACQUIRED slot=0 fence=3 floor=10 ceiling=20 expires=15",
+                "2 RENEWED slot=0 ceiling=30 expires=25",
+                "3 SLOT_LOST slot=0 reason=gone",
+                "4 ACQUIRED slot=1 fence=7 floor=40 ceiling=50 expires=45",
+                "5 ACQUIRED slot=1 fence=7 floor=40 ceiling=50 expires=45",
+                "6 RENEWED slot=1 ceiling=60 expires=55",
+                "7 RELEASED slot=1 last=52",
+            ]
+            .iter()
+            .map(|l| Line::parse(l).unwrap())
+            .collect(),
+            ..Incarnation::default()
+        };
+        let w = inc.windows().unwrap();
+        assert_eq!(w.len(), 2);
+        assert_eq!((w[0].floor, w[0].ceiling, w[0].released_at), (10, 30, None));
+        assert_eq!(
+            (w[1].floor, w[1].ceiling, w[1].released_at),
+            (40, 60, Some(52))
+        );
+    }
+}

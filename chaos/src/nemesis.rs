@@ -1,0 +1,229 @@
+//! The nemesis' choices: which fault next, on whom, for how long. All of it comes from one seeded RNG, so a seed
+//! replays the same sequence of decisions (the timing of the processes themselves still varies from run to run).
+
+use rand::seq::SliceRandom;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use std::fmt;
+use std::time::Duration;
+
+/// A kind of fault.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Kind {
+    /// `SIGSTOP` a worker, `SIGCONT` it later.
+    Pause,
+    /// `SIGKILL` a worker and start it again.
+    Kill,
+    /// Shift a worker's clock ahead.
+    ClockAhead,
+    /// Shift a worker's clock behind.
+    ClockBehind,
+    /// Restart Redis with `SIGTERM`.
+    RedisTerm,
+    /// Restart Redis with `SIGKILL`.
+    RedisKill,
+    /// `CLIENT PAUSE`.
+    ClientPause,
+    /// `CLIENT KILL TYPE normal`.
+    DropConnections,
+}
+
+impl Kind {
+    /// Every kind, in report order.
+    pub const ALL: [Kind; 8] = [
+        Kind::Pause,
+        Kind::Kill,
+        Kind::ClockAhead,
+        Kind::ClockBehind,
+        Kind::RedisTerm,
+        Kind::RedisKill,
+        Kind::ClientPause,
+        Kind::DropConnections,
+    ];
+
+    /// The name used in logs and reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Pause => "sigstop",
+            Kind::Kill => "sigkill",
+            Kind::ClockAhead => "clock-ahead",
+            Kind::ClockBehind => "clock-behind",
+            Kind::RedisTerm => "redis-sigterm",
+            Kind::RedisKill => "redis-sigkill",
+            Kind::ClientPause => "client-pause",
+            Kind::DropConnections => "drop-connections",
+        }
+    }
+
+    /// Whether the fault targets one worker.
+    pub fn targets_worker(self) -> bool {
+        matches!(
+            self,
+            Kind::Pause | Kind::Kill | Kind::ClockAhead | Kind::ClockBehind
+        )
+    }
+}
+
+impl fmt::Display for Kind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// One decision of the nemesis.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Fault {
+    /// What.
+    pub kind: Kind,
+    /// On which worker (worker faults only).
+    pub worker: Option<usize>,
+    /// How long it lasts (pauses, clock shifts, Redis downtime), if it lasts.
+    pub duration: Duration,
+    /// For clock shifts: the offset in ms (signed).
+    pub offset_ms: i64,
+}
+
+/// The nemesis' random source and its rules.
+#[derive(Debug)]
+pub struct Nemesis {
+    rng: ChaCha8Rng,
+    deck: Vec<Kind>,
+    ttl: Duration,
+    workers: usize,
+}
+
+impl Nemesis {
+    /// A nemesis for `workers` workers with lease length `ttl`, from `seed`.
+    pub fn new(seed: u64, ttl: Duration, workers: usize) -> Self {
+        Self {
+            rng: ChaCha8Rng::seed_from_u64(seed),
+            deck: Vec::new(),
+            ttl,
+            workers,
+        }
+    }
+
+    /// The wait before the next fault: 2 to 6 s.
+    pub fn interval(&mut self) -> Duration {
+        Duration::from_millis(self.rng.random_range(2_000..=6_000))
+    }
+
+    /// A number in `range`, from the nemesis' RNG (for the harness's other random choices).
+    pub fn range_ms(&mut self, range: std::ops::RangeInclusive<u64>) -> Duration {
+        Duration::from_millis(self.rng.random_range(range))
+    }
+
+    /// The next fault. Kinds come from a shuffled deck of all eight, so every kind occurs once in every eight
+    /// faults, in a random order. `eligible` says whether a worker can take a worker fault now (a worker already
+    /// stopped is not stopped again); a kind with no eligible worker is put back and the next one drawn.
+    pub fn next(&mut self, eligible: impl Fn(Kind, usize) -> bool) -> Fault {
+        for _ in 0..Kind::ALL.len() * 2 {
+            if self.deck.is_empty() {
+                self.deck = Kind::ALL.to_vec();
+                self.deck.shuffle(&mut self.rng);
+            }
+            let kind = self.deck.pop().expect("refilled above");
+            let worker = if kind.targets_worker() {
+                let candidates: Vec<usize> =
+                    (0..self.workers).filter(|&w| eligible(kind, w)).collect();
+                if candidates.is_empty() {
+                    // Try it again later in this deck.
+                    self.deck.insert(0, kind);
+                    continue;
+                }
+                Some(candidates[self.rng.random_range(0..candidates.len())])
+            } else {
+                None
+            };
+            return self.shape(kind, worker);
+        }
+        // Every worker fault is blocked (all workers stopped): fall back on dropping connections.
+        self.shape(Kind::DropConnections, None)
+    }
+
+    fn shape(&mut self, kind: Kind, worker: Option<usize>) -> Fault {
+        let ttl = self.ttl.as_millis() as u64;
+        let (duration, offset_ms) = match kind {
+            // 0.5 to 4 times the ttl.
+            Kind::Pause => (self.range_ms(ttl / 2..=ttl * 4), 0),
+            Kind::Kill => (Duration::ZERO, 0),
+            Kind::ClockAhead | Kind::ClockBehind => {
+                // Log-uniform from 1 ms to an hour, so small and huge shifts are equally common.
+                let exp: f64 = self.rng.random_range(0.0..=(3_600_000f64).log10());
+                let ms = 10f64.powf(exp).round() as i64;
+                let held = self.range_ms(2_000..=10_000);
+                (held, if kind == Kind::ClockAhead { ms } else { -ms })
+            }
+            // How long Redis stays down between stop and start.
+            Kind::RedisTerm | Kind::RedisKill => (self.range_ms(0..=1_500), 0),
+            Kind::ClientPause => (self.range_ms(500..=ttl * 5 / 2), 0),
+            Kind::DropConnections => (Duration::ZERO, 0),
+        };
+        Fault {
+            kind,
+            worker,
+            duration,
+            offset_ms,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn draw(seed: u64, n: usize) -> Vec<Fault> {
+        let mut n_ = Nemesis::new(seed, Duration::from_secs(3), 4);
+        (0..n).map(|_| n_.next(|_, _| true)).collect()
+    }
+
+    #[test]
+    fn a_seed_replays_the_same_faults() {
+        assert_eq!(draw(42, 40), draw(42, 40));
+        assert_ne!(draw(42, 40), draw(43, 40));
+    }
+
+    #[test]
+    fn every_kind_occurs_in_every_eight_faults() {
+        let faults = draw(7, 64);
+        for chunk in faults.chunks(8) {
+            let mut kinds: Vec<Kind> = chunk.iter().map(|f| f.kind).collect();
+            kinds.sort();
+            assert_eq!(kinds, Kind::ALL.to_vec());
+        }
+    }
+
+    #[test]
+    fn faults_stay_within_their_bounds() {
+        for f in draw(99, 400) {
+            match f.kind {
+                Kind::Pause => {
+                    assert!(
+                        (1_500..=12_000).contains(&(f.duration.as_millis() as u64)),
+                        "{f:?}"
+                    )
+                }
+                Kind::ClockAhead => assert!((1..=3_600_000).contains(&f.offset_ms), "{f:?}"),
+                Kind::ClockBehind => assert!((-3_600_000..=-1).contains(&f.offset_ms), "{f:?}"),
+                _ => assert_eq!(f.offset_ms, 0),
+            }
+            assert_eq!(f.worker.is_some(), f.kind.targets_worker());
+            assert!(f.worker.is_none_or(|w| w < 4));
+        }
+    }
+
+    #[test]
+    fn a_worker_that_is_not_eligible_is_never_chosen() {
+        let mut n = Nemesis::new(5, Duration::from_secs(3), 4);
+        for _ in 0..200 {
+            let f = n.next(|k, w| k != Kind::Pause || w == 2);
+            if f.kind == Kind::Pause {
+                assert_eq!(f.worker, Some(2));
+            }
+        }
+        let mut n = Nemesis::new(5, Duration::from_secs(3), 4);
+        for _ in 0..50 {
+            assert!(!n.next(|_, _| false).kind.targets_worker());
+        }
+    }
+}
