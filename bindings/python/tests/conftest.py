@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import os
-import sqlite3
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 from typing import Iterator
@@ -40,12 +42,54 @@ def store(db: Path) -> str:
     return f"sqlite:///{db}"
 
 
+_SQL = """
+import json, sqlite3, sys
+conn = sqlite3.connect(sys.argv[1], timeout=10)
+rows = conn.execute(sys.argv[2], json.loads(sys.argv[3])).fetchall()
+conn.commit()
+print(json.dumps(rows))
+"""
+
+
 def sql(db: Path, statement: str, *params: object) -> list:
-    """Runs one statement on the lease database, as an operator's hand edit would."""
-    conn = sqlite3.connect(db, timeout=10)
-    try:
-        rows = conn.execute(statement, params).fetchall()
-        conn.commit()
-        return rows
-    finally:
-        conn.close()
+    """Runs one statement on the lease database, as an operator's hand edit would.
+
+    In another process: this process's SQLite (the store's, linked into cosid) and Python's are two libraries,
+    and POSIX file locks are per process, so a second library here would neither see nor respect its locks.
+    """
+    out = subprocess.run(
+        [sys.executable, "-c", _SQL, str(db), statement, json.dumps(params)],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return json.loads(out.stdout)
+
+
+class StoreLock:
+    """Holds an exclusive transaction on the lease database from another process: the store stops answering."""
+
+    _SCRIPT = """
+import sqlite3, sys
+conn = sqlite3.connect(sys.argv[1], timeout=10, isolation_level=None)
+conn.execute("BEGIN EXCLUSIVE")
+print("locked", flush=True)
+sys.stdin.readline()
+conn.execute("ROLLBACK")
+"""
+
+    def __init__(self, db: Path) -> None:
+        self.db = db
+
+    def __enter__(self) -> "StoreLock":
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", self._SCRIPT, str(self.db)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        )
+        assert self.proc.stdout is not None and self.proc.stdout.readline().strip() == "locked"
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write("\n")
+        self.proc.stdin.flush()
+        self.proc.wait(timeout=10)
