@@ -165,7 +165,9 @@ impl RedisStore {
         format!("cosid:{{{}}}:ns", namespace.encoded())
     }
 
-    /// The hash that holds a namespace's slot records, one field per slot and attribute (`3.fence`, ...).
+    /// The hash that holds a namespace's slot records: field = slot number, value =
+    /// `v1;<fence>;<expires_at>;<floor>;<ceiling>;<next_floor>;<incarnation>;<owner key><last owner key>`, each key
+    /// `-` when absent or `<length in bytes>:<bytes>`. One field per slot keeps the scan of `acquire` short.
     pub fn slots_key(namespace: &Namespace) -> String {
         format!("cosid:{{{}}}:slots", namespace.encoded())
     }

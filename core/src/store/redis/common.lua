@@ -2,7 +2,7 @@
 -- conformance suite (core/tests/conformance) runs the same cases against both.
 --
 -- Every script gets KEYS[1] = the namespace hash `cosid:{<encoded name>}:ns` (fields bits, tolerance_ms,
--- not_before) and KEYS[2] = the slots hash `cosid:{<encoded name>}:slots` (fields `<slot>.<name>`). Both keys share
+-- not_before) and KEYS[2] = the slots hash `cosid:{<encoded name>}:slots` (one field per slot). Both keys share
 -- a hash tag, so a Redis Cluster keeps a namespace on one shard. No key ever gets a TTL.
 --
 -- A script answers with a table whose first element names the outcome: 'ok', 'exhausted', 'mismatch', 'lost',
@@ -14,10 +14,6 @@ if redis.replicate_commands then redis.replicate_commands() end
 
 local MAX_EXACT = 9007199254740991
 local UUID = '^%x%x%x%x%x%x%x%x%-%x%x%x%x%-%x%x%x%x%-%x%x%x%x%-%x%x%x%x%x%x%x%x%x%x%x%x$'
-local SLOT_FIELDS = {
-  owner_key = true, incarnation = true, last_owner_key = true, fence = true,
-  expires_at = true, floor = true, ceiling = true, next_floor = true,
-}
 local NUMBER_FIELDS = { 'fence', 'expires_at', 'floor', 'ceiling', 'next_floor' }
 
 -- Ends the script with an outcome other than 'ok' (caught by run below).
@@ -125,106 +121,95 @@ local function check_namespace(stored, bits, tolerance)
   return stored, false
 end
 
--- A slot record from its fields (name -> string); owner fields are false when absent.
-local function decode_slot(slot, f)
+-- A slot record is one field of the slots hash: the slot number (decimal, no leading zero) ->
+--   v1;<fence>;<expires_at>;<floor>;<ceiling>;<next_floor>;<incarnation, or nothing>;<owner key><last owner key>
+-- where each key is `-` when absent, else `<length in bytes>:<bytes>` (keys may hold any character).
+-- Decoded records carry `false` for an absent owner key, incarnation or last owner key.
+
+-- A length-prefixed key of `s` at `pos`; returns it (or false) and the position after it.
+local function take_key(s, pos, what, name)
+  if string.sub(s, pos, pos) == '-' then
+    return false, pos + 1
+  end
+  local digits, start = string.match(s, '^(%d+):()', pos)
+  local len = int(digits)
+  if len == nil or start + len - 1 > #s then
+    corrupt(what, name .. ' at byte ' .. pos .. ' of the keys ' .. quote(s) .. ' is neither - nor <length>:<bytes>')
+  end
+  return string.sub(s, start, start + len - 1), start + len
+end
+
+local function decode_slot(slot, v)
   local what = 'slot ' .. fmt(slot)
+  local parts = { string.match(v, '^v1;([^;]*);([^;]*);([^;]*);([^;]*);([^;]*);([^;]*);(.*)$') }
+  if #parts ~= 7 then
+    corrupt(what, 'record ' .. quote(v)
+      .. ' is not v1;fence;expires_at;floor;ceiling;next_floor;incarnation;keys')
+  end
   local r = { slot = slot }
-  for _, name in ipairs(NUMBER_FIELDS) do
-    if f[name] == nil then
-      corrupt(what, name .. ' is missing')
-    end
-    r[name] = int(f[name])
+  for i, name in ipairs(NUMBER_FIELDS) do
+    r[name] = int(parts[i])
     if r[name] == nil then
-      corrupt(what, name .. ' ' .. quote(f[name]) .. ' is not a whole number below 2^53')
+      corrupt(what, name .. ' ' .. quote(parts[i]) .. ' is not a whole number below 2^53')
     end
   end
-  if (f.owner_key == nil) ~= (f.incarnation == nil) then
+  local incarnation, keys = parts[6], parts[7]
+  local owner_key, pos = take_key(keys, 1, what, 'the owner key')
+  local last_owner_key, after = take_key(keys, pos, what, 'the last owner key')
+  if after ~= #keys + 1 then
+    corrupt(what, 'the keys ' .. quote(keys) .. ' have ' .. (#keys + 1 - after) .. ' bytes past their end')
+  end
+  if (owner_key == false) ~= (incarnation == '') then
     corrupt(what, 'owner key and incarnation must be both set or both empty')
   end
-  if f.incarnation ~= nil and not string.find(f.incarnation, UUID) then
-    corrupt(what, 'incarnation ' .. quote(f.incarnation) .. ' is not a UUID')
+  if incarnation ~= '' and not string.find(incarnation, UUID) then
+    corrupt(what, 'incarnation ' .. quote(incarnation) .. ' is not a UUID')
   end
-  r.owner_key = f.owner_key or false
-  r.incarnation = f.incarnation and string.lower(f.incarnation) or false
-  r.last_owner_key = f.last_owner_key or false
+  r.owner_key = owner_key
+  r.incarnation = incarnation ~= '' and string.lower(incarnation) or false
+  r.last_owner_key = last_owner_key
   return r
 end
 
 -- Every stored slot record of the namespace, by slot number.
 local function read_slots()
   local flat = redis.call('HGETALL', KEYS[2])
-  local fields, order = {}, {}
-  for i = 1, #flat, 2 do
-    local digits, name = string.match(flat[i], '^(%d+)%.([%a_]+)$')
-    local slot = int(digits)
-    if slot == nil or fmt(slot) ~= digits or not SLOT_FIELDS[name] then
-      corrupt('the slots hash', 'unknown field ' .. quote(flat[i]))
-    end
-    if fields[slot] == nil then
-      fields[slot] = {}
-      order[#order + 1] = slot
-    end
-    fields[slot][name] = flat[i + 1]
-  end
-  table.sort(order)
   local records = {}
-  for i, slot in ipairs(order) do
-    records[i] = decode_slot(slot, fields[slot])
+  for i = 1, #flat, 2 do
+    local slot = int(flat[i])
+    if slot == nil or fmt(slot) ~= flat[i] then
+      corrupt('the slots hash', 'field ' .. quote(flat[i]) .. ' is not a slot number')
+    end
+    records[#records + 1] = decode_slot(slot, flat[i + 1])
   end
+  table.sort(records, function(a, b)
+    return a.slot < b.slot
+  end)
   return records
 end
 
 -- One slot record, or nil when the slot was never used.
 local function read_slot(slot)
-  local p = fmt(slot) .. '.'
-  local names = { 'owner_key', 'incarnation', 'last_owner_key', 'fence', 'expires_at', 'floor', 'ceiling', 'next_floor' }
-  local keys = {}
-  for i, name in ipairs(names) do
-    keys[i] = p .. name
-  end
-  local values = redis.call('HMGET', KEYS[2], unpack(keys))
-  local f, any = {}, false
-  for i, name in ipairs(names) do
-    if values[i] then
-      f[name] = values[i]
-      any = true
-    end
-  end
-  if not any then
+  local v = redis.call('HGET', KEYS[2], fmt(slot))
+  if not v then
     return nil
   end
-  return decode_slot(slot, f)
+  return decode_slot(slot, v)
+end
+
+local function key_part(k)
+  if k then
+    return fmt(#k) .. ':' .. k
+  end
+  return '-'
 end
 
 local function write_slot(r)
-  local p = fmt(r.slot) .. '.'
-  local set = {
-    p .. 'fence', fmt(exact(r.fence, 'fence')),
-    p .. 'expires_at', fmt(exact(r.expires_at, 'expires_at')),
-    p .. 'floor', fmt(exact(r.floor, 'floor')),
-    p .. 'ceiling', fmt(exact(r.ceiling, 'ceiling')),
-    p .. 'next_floor', fmt(exact(r.next_floor, 'next_floor')),
-  }
-  local gone = {}
-  if r.owner_key then
-    set[#set + 1] = p .. 'owner_key'
-    set[#set + 1] = r.owner_key
-    set[#set + 1] = p .. 'incarnation'
-    set[#set + 1] = r.incarnation
-  else
-    gone[#gone + 1] = p .. 'owner_key'
-    gone[#gone + 1] = p .. 'incarnation'
-  end
-  if r.last_owner_key then
-    set[#set + 1] = p .. 'last_owner_key'
-    set[#set + 1] = r.last_owner_key
-  else
-    gone[#gone + 1] = p .. 'last_owner_key'
-  end
-  redis.call('HSET', KEYS[2], unpack(set))
-  if #gone > 0 then
-    redis.call('HDEL', KEYS[2], unpack(gone))
-  end
+  local v = 'v1;' .. fmt(exact(r.fence, 'fence')) .. ';' .. fmt(exact(r.expires_at, 'expires_at')) .. ';'
+    .. fmt(exact(r.floor, 'floor')) .. ';' .. fmt(exact(r.ceiling, 'ceiling')) .. ';'
+    .. fmt(exact(r.next_floor, 'next_floor')) .. ';' .. (r.incarnation or '') .. ';'
+    .. key_part(r.owner_key) .. key_part(r.last_owner_key)
+  redis.call('HSET', KEYS[2], fmt(r.slot), v)
 end
 
 -- protocol::validate: refuses a record that no sequence of protocol steps can produce.
