@@ -138,10 +138,11 @@ def test_slot_lost_error(db: Path, store: str) -> None:
         # Another owner takes this slot over (as after a long pause), and holds the only other slot too, so the
         # runtime cannot get a new one.
         far = int(time.time() * 1000) + 3_600_000
-        sql(db, "UPDATE cosid_slot SET owner_key='thief', incarnation='00000000-0000-4000-8000-000000000000', "
-                "fence=fence+1, expires_at=?, ceiling=?, next_floor=?", far, far, far)
-        sql(db, "INSERT INTO cosid_slot SELECT namespace, 1, owner_key, incarnation, owner_key, fence, expires_at, "
-                "floor, ceiling, next_floor FROM cosid_slot WHERE slot = 0")
+        thief = "'thief', '00000000-0000-4000-8000-000000000000'"
+        sql(db, f"INSERT INTO cosid_slot SELECT namespace, 1, {thief}, 'thief', 1, ?, ?, ?, ? FROM cosid_slot "
+                "WHERE slot = 0", far, far - 1000, far, far)
+        sql(db, f"UPDATE cosid_slot SET (owner_key, incarnation) = ({thief}), fence = fence + 1, expires_at = ?, "
+                "floor = ceiling, ceiling = ?, next_floor = ? WHERE slot = 0", far, far, far)
         assert lost.wait(5), "the keeper never noticed the lost lease"
         with pytest.raises(cosid.SlotLostError, match="lost") as info:
             rt.next_id()
