@@ -948,3 +948,97 @@ fn a_store_that_comes_up_during_the_acquire_timeout_is_used() {
     rt.shutdown();
     drop(starter.join().unwrap());
 }
+
+/// Runs `openssl` with `args` (split at spaces) in `dir`; false when it is missing or fails.
+fn openssl(dir: &std::path::Path, args: &str) -> bool {
+    Command::new("openssl")
+        .args(args.split(' '))
+        .current_dir(dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+#[test]
+fn rediss_connects_over_tls_and_checks_the_certificate() {
+    let test = "rediss_connects_over_tls_and_checks_the_certificate";
+    let certs = tempfile::tempdir().unwrap();
+    let dir = certs.path();
+    let made = [
+        "req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.crt -days 1 -subj /CN=cosid-test-CA",
+        "req -x509 -newkey rsa:2048 -nodes -keyout other-ca.key -out other-ca.crt -days 1 -subj /CN=another-CA",
+        "req -newkey rsa:2048 -nodes -keyout server.key -out server.csr -subj /CN=127.0.0.1",
+    ]
+    .iter()
+    .all(|args| openssl(dir, args))
+        && std::fs::write(dir.join("ext"), "subjectAltName=IP:127.0.0.1\n").is_ok()
+        && openssl(
+            dir,
+            "x509 -req -in server.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out server.crt -days 1 -extfile ext",
+        );
+    if !made {
+        eprintln!("skipped {test}: openssl cannot make a test certificate");
+        return;
+    }
+    let tls_port = free_port().to_string();
+    let file = |name: &str| dir.join(name).display().to_string();
+    let Some(server) = OwnRedis::start(
+        test,
+        &[
+            "--tls-port",
+            &tls_port,
+            "--tls-cert-file",
+            &file("server.crt"),
+            "--tls-key-file",
+            &file("server.key"),
+            "--tls-ca-cert-file",
+            &file("ca.crt"),
+            "--tls-auth-clients",
+            "no",
+        ],
+    ) else {
+        return;
+    };
+    let url = format!("rediss://127.0.0.1:{tls_port}/0");
+    // The trusted roots are read from SSL_CERT_FILE, which is process-wide: each try runs in a child process, one
+    // trusting the server's CA, one trusting another CA only.
+    let run = |ca: Option<String>| {
+        let mut child = Command::new(std::env::current_exe().unwrap());
+        child
+            .args(["tls_child", "--exact", "--nocapture", "--test-threads", "1"])
+            .env("COSID_TLS_CHILD_URL", &url)
+            .env_remove("SSL_CERT_DIR");
+        match ca {
+            Some(ca) => child.env("SSL_CERT_FILE", ca),
+            None => child.env("SSL_CERT_FILE", file("other-ca.crt")),
+        };
+        let out = child.output().unwrap();
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr)
+    };
+    let trusted = run(Some(file("ca.crt")));
+    assert!(trusted.contains("tls-child: acquired slot 0"), "{trusted}");
+    let untrusted = run(None);
+    assert!(
+        untrusted.contains("tls-child: refused:") && untrusted.contains("certificate"),
+        "a server certificate from a CA the client does not trust is refused: {untrusted}"
+    );
+    drop(server);
+}
+
+/// The child of `rediss_connects_over_tls_and_checks_the_certificate`: does nothing unless that test runs it.
+#[test]
+fn tls_child() {
+    let Ok(url) = std::env::var("COSID_TLS_CHILD_URL") else {
+        return;
+    };
+    let tokio = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let store = RedisStore::open(&url).unwrap();
+    match tokio.block_on(store.acquire(&fresh("tls"), &CONFIG, &owner_request("a"))) {
+        Ok(got) => println!("tls-child: acquired slot {}", got.lease.slot),
+        Err(e) => println!("tls-child: refused: {e}"),
+    }
+}
