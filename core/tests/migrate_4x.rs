@@ -45,12 +45,16 @@ async fn migrate_and_check(store: Arc<dyn LeaseStore>, machines: Vec<OldMachine>
     assert_eq!(plan.latest_ms, Some(latest));
     assert_eq!(plan.not_before, latest + SAFE_GUARD.as_millis() as u64);
     let ns = Namespace::new(unique("migrated")).unwrap();
-    let record = migrate::apply(store.as_ref(), &ns, &CONFIG, &plan).await.unwrap();
+    let record = migrate::apply(store.as_ref(), &ns, &CONFIG, &plan)
+        .await
+        .unwrap();
     assert_eq!(record.not_before, plan.not_before);
     // Never lowered.
     let mut lower = plan.clone();
     lower.not_before -= 1;
-    let err = migrate::apply(store.as_ref(), &ns, &CONFIG, &lower).await.unwrap_err();
+    let err = migrate::apply(store.as_ref(), &ns, &CONFIG, &lower)
+        .await
+        .unwrap_err();
     assert!(matches!(err, StoreError::NotBeforeLowered { .. }), "{err}");
 
     let not_before = plan.not_before;
@@ -70,25 +74,38 @@ async fn migrate_and_check(store: Arc<dyn LeaseStore>, machines: Vec<OldMachine>
     })
     .await
     .unwrap();
-    assert!(first > not_before, "first new id at {first}, not after not_before {not_before}");
+    assert!(
+        first > not_before,
+        "first new id at {first}, not after not_before {not_before}"
+    );
 }
 
 #[cfg(feature = "redis")]
 #[tokio::test]
 async fn from_the_old_redis_layout() {
     use redis::AsyncCommands;
-    let Some(url) = url("COSID_TEST_REDIS_URL") else { return };
+    let Some(url) = url("COSID_TEST_REDIS_URL") else {
+        return;
+    };
     let old_ns = unique("old{ns}");
     let (t1, t2, t3) = old_timestamps();
     let client = redis::Client::open(url.as_str()).unwrap();
     let mut conn = client.get_multiplexed_async_connection().await.unwrap();
     let itc = format!("cosid:{{{old_ns}}}:itc_idx");
     let revert = format!("cosid:{{{old_ns}}}:revert");
-    let _: () = conn.hset(&itc, "10.0.0.1:8080", format!("3|{t1}")).await.unwrap();
-    let _: () = conn.hset(&itc, "10.0.0.2:8080", format!("4|{t3}")).await.unwrap();
+    let _: () = conn
+        .hset(&itc, "10.0.0.1:8080", format!("3|{t1}"))
+        .await
+        .unwrap();
+    let _: () = conn
+        .hset(&itc, "10.0.0.2:8080", format!("4|{t3}"))
+        .await
+        .unwrap();
     let _: () = conn.hset(&revert, "7", t2.to_string()).await.unwrap();
     let machines = migrate::read_redis(&url, &old_ns).await.unwrap();
-    let store = open(&StoreUrl::parse(&url).unwrap(), Arc::new(SystemClock)).await.unwrap();
+    let store = open(&StoreUrl::parse(&url).unwrap(), Arc::new(SystemClock))
+        .await
+        .unwrap();
     migrate_and_check(store, machines, t2).await;
 
     // A damaged entry is an error, never skipped.
@@ -102,8 +119,12 @@ async fn from_the_old_redis_layout() {
 #[cfg(feature = "postgres")]
 #[tokio::test]
 async fn from_the_old_postgres_table() {
-    let Some(url) = url("COSID_TEST_POSTGRES_URL") else { return };
-    let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls).await.unwrap();
+    let Some(url) = url("COSID_TEST_POSTGRES_URL") else {
+        return;
+    };
+    let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+        .await
+        .unwrap();
     tokio::spawn(connection);
     // CosId 4.x's table, as its JDBC machine-id distributor creates it.
     client
@@ -123,7 +144,11 @@ async fn from_the_old_postgres_table() {
         .unwrap();
     let old_ns = unique("old.ns");
     let (t1, t2, t3) = old_timestamps();
-    for (machine, ts, instance) in [(1, t1, "10.0.0.1:8080"), (2, t2, "10.0.0.2:8080"), (3, t3, "")] {
+    for (machine, ts, instance) in [
+        (1, t1, "10.0.0.1:8080"),
+        (2, t2, "10.0.0.2:8080"),
+        (3, t3, ""),
+    ] {
         client
             .execute(
                 "INSERT INTO cosid_machine (name, namespace, machine_id, last_timestamp, instance_id) VALUES ($1, $2, $3, $4, $5)",
@@ -133,7 +158,9 @@ async fn from_the_old_postgres_table() {
             .unwrap();
     }
     let machines = migrate::read_postgres(&url, &old_ns).await.unwrap();
-    let store = open(&StoreUrl::parse(&url).unwrap(), Arc::new(SystemClock)).await.unwrap();
+    let store = open(&StoreUrl::parse(&url).unwrap(), Arc::new(SystemClock))
+        .await
+        .unwrap();
     migrate_and_check(store, machines, t2).await;
 }
 
@@ -141,8 +168,12 @@ async fn from_the_old_postgres_table() {
 #[tokio::test]
 async fn from_the_old_mysql_table() {
     use mysql_async::prelude::Queryable;
-    let Some(url) = url("COSID_TEST_MYSQL_URL") else { return };
-    let mut conn = mysql_async::Conn::new(mysql_async::Opts::from_url(&url).unwrap()).await.unwrap();
+    let Some(url) = url("COSID_TEST_MYSQL_URL") else {
+        return;
+    };
+    let mut conn = mysql_async::Conn::new(mysql_async::Opts::from_url(&url).unwrap())
+        .await
+        .unwrap();
     conn.query_drop(
         "CREATE TABLE IF NOT EXISTS cosid_machine (
             name            VARCHAR(100) NOT NULL COMMENT '{namespace}.{machine_id}',
@@ -159,7 +190,11 @@ async fn from_the_old_mysql_table() {
     .unwrap();
     let old_ns = unique("old ns");
     let (t1, t2, t3) = old_timestamps();
-    for (machine, ts, instance) in [(1, t1, "10.0.0.1:8080"), (2, t2, "10.0.0.2:8080"), (3, t3, "")] {
+    for (machine, ts, instance) in [
+        (1, t1, "10.0.0.1:8080"),
+        (2, t2, "10.0.0.2:8080"),
+        (3, t3, ""),
+    ] {
         conn.exec_drop(
             "INSERT INTO cosid_machine (name, namespace, machine_id, last_timestamp, instance_id) VALUES (?, ?, ?, ?, ?)",
             (format!("{old_ns}.{machine}"), &old_ns, machine, ts as i64, instance),
@@ -168,6 +203,8 @@ async fn from_the_old_mysql_table() {
         .unwrap();
     }
     let machines = migrate::read_mysql(&url, &old_ns).await.unwrap();
-    let store = open(&StoreUrl::parse(&url).unwrap(), Arc::new(SystemClock)).await.unwrap();
+    let store = open(&StoreUrl::parse(&url).unwrap(), Arc::new(SystemClock))
+        .await
+        .unwrap();
     migrate_and_check(store, machines, t2).await;
 }
