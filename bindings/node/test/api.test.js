@@ -4,7 +4,7 @@
 
 const test = require('node:test')
 const assert = require('node:assert/strict')
-const { sqliteStore, assertUnique } = require('./fixtures/helpers.js')
+const { sqliteStore, assertUnique, nextEvent } = require('./fixtures/helpers.js')
 const cosid = require('..')
 
 const store = sqliteStore()
@@ -20,9 +20,11 @@ test('before the start: no status, the configured layout, configure validates', 
 })
 
 test('ready() starts the runtime (ready.test.js shows it does so off the event loop)', async () => {
+  const acquired = nextEvent(cosid.onEvent, 'ACQUIRED')
   const p = cosid.ready()
   assert.ok(p instanceof Promise)
   assert.equal(await p, undefined)
+  const event = await acquired
   const s = cosid.status()
   assert.equal(s.namespace, 'api-test')
   assert.equal(s.store, 'sqlite')
@@ -33,6 +35,11 @@ test('ready() starts the runtime (ready.test.js shows it does so off the event l
   assert.ok(s.expiresAtMs <= s.ceilingMs)
   assert.match(s.incarnation, /^[0-9a-f-]{36}$/)
   assert.equal(typeof s.ownerKey, 'string')
+  // A callback registered before the start hears of the acquisition.
+  assert.deepEqual(
+    [event.slot, event.fence, event.floorMs, event.ceilingMs, event.expiresAtMs],
+    [s.slot, s.fence, s.floorMs, s.ceilingMs, s.expiresAtMs],
+  )
   // Already started: resolves at once.
   await cosid.ready()
 })

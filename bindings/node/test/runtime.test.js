@@ -1,0 +1,139 @@
+'use strict'
+// Runtime: explicit runtimes with their own leases, their ids, layouts and events.
+
+const test = require('node:test')
+const assert = require('node:assert/strict')
+const { sqliteStore, runNode, nextEvent, assertUnique } = require('./fixtures/helpers.js')
+const { Runtime } = require('..')
+
+test('two runtimes on one store take two slots and never share an id', async () => {
+  const options = { store: sqliteStore(), namespace: 'two' }
+  const [a, b] = [await Runtime.create(options), await Runtime.create(options)]
+  try {
+    assert.ok(a instanceof Runtime)
+    const [sa, sb] = [a.status(), b.status()]
+    assert.notEqual(sa.slot, sb.slot)
+    assert.notEqual(sa.incarnation, sb.incarnation)
+    const ids = []
+    for (let i = 0; i < 20; i++) ids.push(a.nextId(), b.nextId(), ...a.nextIds(500), ...b.nextIds(500))
+    assert.equal(assertUnique(assert, ids), 20 * 1002)
+    assert.equal(a.parse(a.nextId()).slot, sa.slot)
+    assert.equal(b.parse(b.nextIdString()).slot, sb.slot)
+  } finally {
+    await a.close()
+    b.closeSync()
+  }
+  assert.equal(a.status().state, 'CLOSED')
+})
+
+test('a js-safe runtime issues exact numbers', async () => {
+  const rt = await Runtime.create({ store: 'memory:', layout: 'js-safe' })
+  try {
+    assert.equal(rt.layout().totalBits, 53)
+    assert.equal(rt.layout().jsSafe, true)
+    let last = 0
+    for (let i = 0; i < 5000; i++) {
+      const id = rt.nextIdNumber()
+      assert.equal(typeof id, 'number')
+      assert.ok(Number.isSafeInteger(id), `${id} is a safe integer`)
+      assert.ok(id > last)
+      last = id
+    }
+    assert.equal(BigInt(last) < rt.nextId(), true)
+    const parts = rt.parse(last)
+    assert.equal(parts.slot, rt.status().slot)
+    assert.ok(Math.abs(parts.timestampMs - Date.now()) < 5000)
+    assert.equal(rt.fromFriendly(rt.toFriendly(last)), BigInt(last))
+    // The same id in the 63-bit layout means something else entirely.
+    assert.notDeepEqual(require('..').parse(last, 'millis'), parts)
+  } finally {
+    await rt.close()
+  }
+})
+
+test('a custom layout: second ticks', async () => {
+  const rt = await Runtime.create({
+    store: 'memory:',
+    layout: { tick: 'second', timestampBits: 32, slotBits: 8, sequenceBits: 20 },
+    bits: 8,
+  })
+  try {
+    const id = rt.nextId()
+    const p = rt.parse(id)
+    assert.equal(p.timestampMs % 1000, 0)
+    assert.equal(rt.toFriendly(id).slice(14, 17), '000')
+    assert.equal(rt.layout().capPerSecond, 1 << 20)
+  } finally {
+    await rt.close()
+  }
+})
+
+test('events: RENEWED while running, RELEASED at close, none after unsubscribing', async () => {
+  const rt = await Runtime.create({ store: 'memory:', ttl: 150 })
+  const afterOff = []
+  const renewed = await nextEvent((cb) => rt.onEvent(cb), 'RENEWED')
+  assert.equal(renewed.slot, rt.status().slot)
+  assert.ok(renewed.expiresAtMs > 0 && renewed.ceilingMs >= renewed.expiresAtMs)
+  assert.match(renewed.message, /^RENEWED/)
+
+  const off = rt.onEvent((e) => afterOff.push(e.type))
+  off()
+  off() // a second call is harmless
+  const released = nextEvent((cb) => rt.onEvent(cb), 'RELEASED')
+  const id = rt.nextId()
+  const last = await rt.close()
+  const event = await released
+  assert.equal(event.slot, rt.status().slot)
+  assert.equal(event.lastIssuedMs, last)
+  assert.ok(last >= rt.parse(id).timestampMs)
+  assert.ok(!afterOff.includes('RELEASED'), `unsubscribed callback got ${afterOff}`)
+})
+
+test('a subscription does not keep the process alive', async () => {
+  const r = await runNode(
+    [
+      '-e',
+      `const cosid = require('.')
+       cosid.configure({ store: 'memory:', ttl: 150 })
+       cosid.onEvent(() => {})
+       cosid.ready().then(() => console.log('started'))`,
+    ],
+    { timeoutMs: 30_000 },
+  )
+  assert.equal(r.code, 0, r.stderr)
+  assert.equal(r.stdout.trim(), 'started')
+})
+
+test('an exception in an event callback reaches uncaughtException', async () => {
+  const r = await runNode(
+    [
+      '-e',
+      `const cosid = require('.')
+       process.on('uncaughtException', (e) => { console.log('caught ' + e.message); process.exit(0) })
+       cosid.Runtime.create({ store: 'memory:', ttl: 150 }).then((rt) => {
+         rt.onEvent(() => { throw new Error('boom') })
+         setTimeout(() => {}, 20_000)
+       })`,
+    ],
+    { timeoutMs: 30_000 },
+  )
+  assert.equal(r.code, 0, r.stderr)
+  assert.equal(r.stdout.trim(), 'caught boom')
+})
+
+test('status() reports the lease', async () => {
+  const rt = await Runtime.create({ store: 'memory:', namespace: 'status', ownerKey: 'svc-a', preferredSlot: 7 })
+  try {
+    const s = rt.status()
+    assert.equal(s.namespace, 'status')
+    assert.equal(s.store, 'memory')
+    assert.equal(s.ownerKey, 'svc-a')
+    assert.equal(s.slot, 7)
+    assert.equal(s.state, 'ACTIVE')
+    assert.equal(s.lastIssuedMs, undefined)
+    rt.nextId()
+    assert.equal(typeof rt.status().lastIssuedMs, 'number')
+  } finally {
+    await rt.close()
+  }
+})
