@@ -53,6 +53,7 @@ static int read_all(int fd, void *p, size_t n) {
 }
 
 static void child(int fd, int hold, cosid_runtime *inherited) {
+    alarm(60); /* a hang fails the test instead of the whole run (alarms are not inherited) */
     struct report rep = {0, 0, 0, 0};
     uint64_t *ids = calloc((size_t)per_child * 2, sizeof(uint64_t));
     if (!ids) {
@@ -85,6 +86,7 @@ static void child(int fd, int hold, cosid_runtime *inherited) {
 
 struct background {
     atomic_int stop;
+    atomic_int started;
     uint64_t ids[200000];
     long count;
     int failures;
@@ -93,6 +95,7 @@ struct background {
 /* The parent keeps issuing while it forks: the children are copies of a busy process. */
 static void *issue_until_stopped(void *arg) {
     struct background *b = arg;
+    atomic_store(&b->started, 1);
     while (!atomic_load(&b->stop) && b->count < (long)(sizeof b->ids / sizeof b->ids[0])) {
         b->failures += cosid_next_id(&b->ids[b->count]) != COSID_RESULT_OK;
         b->count++;
@@ -115,6 +118,13 @@ static void reacquire(void) {
     static struct background bg;
     pthread_t thread;
     CHECK(pthread_create(&thread, NULL, issue_until_stopped, &bg) == 0);
+    /* Let the parent's threads (this one, and the runtimes' background threads) finish starting before forking:
+     * under AddressSanitizer a fork while another thread is inside its allocator leaves the allocator's lock held
+     * in the child (glibc's malloc guards against that; GCC 12's sanitizer allocator does not). */
+    while (atomic_load(&bg.started) == 0) {
+        t_sleep_ms(1);
+    }
+    t_sleep_ms(100);
 
     int fds[CHILDREN];
     pid_t pids[CHILDREN];
@@ -235,8 +245,10 @@ static void policy_error(void) {
     REQUIRE_OK(cosid_runtime_new(cfg, &rt));
     cosid_status before;
     CHECK_OK(cosid_runtime_status(rt, &before));
+    t_sleep_ms(100); /* the runtime's thread has started: see reacquire() */
     pid_t pid = fork();
     if (pid == 0) {
+        alarm(60);
         uint64_t id = 7;
         cosid_status s;
         int ok = cosid_runtime_next_id(rt, &id) == COSID_RESULT_FORKED && id == 7 &&
@@ -280,6 +292,7 @@ static void policy_error(void) {
 }
 
 int main(void) {
+    alarm(120); /* a hang fails the test instead of the whole run */
     t_setup();
     per_child = t_env_long("COSID_TEST_IDS", 20000);
     reacquire();
