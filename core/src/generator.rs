@@ -303,7 +303,10 @@ impl Generator {
         self.lo.store(lo, Ordering::Release);
         self.hi_end.store(hi_end, Ordering::Release);
         self.reason.store(REASON_NONE, Ordering::Release);
-        let start = (lo.saturating_sub(1) << self.tick_shift)
+        // Never start below a tick this generator issued before, on any slot: a process's ids keep growing even
+        // when a lost lease is replaced by a window on another slot while the clock stepped back.
+        let previous = (self.word.load(Ordering::Acquire) & !CLOSED) >> self.tick_shift;
+        let start = (lo.saturating_sub(1).max(previous) << self.tick_shift)
             | (u64::from(window.slot) << self.slot_shift)
             | self.seq_max;
         self.word.store(start, Ordering::Release);
