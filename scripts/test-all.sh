@@ -1,14 +1,22 @@
 #!/usr/bin/env bash
 # Runs every test of the project. Installs and starts what the tests need (store servers from Debian's packages,
-# Python and Node build tools from their registries); servers listen on 127.0.0.1 only.
+# Python and Node build tools from their registries); servers listen on 127.0.0.1 only and are left running, so a
+# second run reuses them. Needs root (or sudo-less apt) for the first install of the servers.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 step() { printf '\n==== %s\n' "$*"; }
 
+step "store servers (Redis, PostgreSQL, MariaDB, etcd) on 127.0.0.1"
+# etcd first: its script also installs protoc, which building the etcd client needs.
+eval "$(bash .ci/services/etcd.sh)"
+eval "$(bash .ci/services/redis.sh)"
+eval "$(bash .ci/services/postgres.sh)"
+eval "$(bash .ci/services/mariadb.sh)"
+
 step "rust: format and lints"
 cargo fmt --all -- --check
-cargo clippy --all-targets -- -D warnings
+cargo clippy -p cosid -p cosid-cli --all-targets --all-features -- -D warnings
 
-step "rust: tests (core and cli)"
-cargo test
+step "rust: core and cli tests, every store against its real server"
+cargo test -p cosid -p cosid-cli --all-features
