@@ -128,10 +128,11 @@ fn from_command_line(matches: &ArgMatches, id: &str) -> bool {
 /// The store a configuration names, and how to show it to a person.
 pub fn store_url(config: &Config) -> Result<(StoreUrl, String), Failure> {
     match &config.store {
-        Some(text) => Ok((
-            StoreUrl::parse(text).map_err(cosid::Error::from)?,
-            text.clone(),
-        )),
+        Some(text) => {
+            let url = StoreUrl::parse(text).map_err(cosid::Error::from)?;
+            let shown = describe(&url);
+            Ok((url, shown))
+        }
         None => {
             let url = StoreUrl::default_sqlite().map_err(cosid::Error::from)?;
             let shown = describe(&url);
@@ -144,7 +145,8 @@ fn describe(url: &StoreUrl) -> String {
     match url {
         StoreUrl::Sqlite(path) if path.is_absolute() => format!("sqlite://{}", path.display()),
         StoreUrl::Sqlite(path) => format!("sqlite:{}", path.display()),
-        other => format!("{other:?}"),
+        // Passwords are shown as `***`.
+        other => other.to_string(),
     }
 }
 

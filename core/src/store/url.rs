@@ -77,12 +77,20 @@ impl StoreUrl {
 }
 
 impl std::fmt::Display for StoreUrl {
-    /// The URL as it was given (paths of SQLite files as `sqlite://PATH`).
+    /// The URL as it was given, with any password replaced by `***` (paths of SQLite files as `sqlite://PATH`).
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             StoreUrl::Memory => f.write_str("memory:"),
             StoreUrl::Sqlite(path) => write!(f, "sqlite://{}", path.display()),
-            StoreUrl::Redis(u) | StoreUrl::Postgres(u) | StoreUrl::Mysql(u) => f.write_str(u),
+            StoreUrl::Redis(u) | StoreUrl::Postgres(u) | StoreUrl::Mysql(u) => {
+                match ::url::Url::parse(u) {
+                    Ok(mut parsed) if parsed.password().is_some() => {
+                        let _ = parsed.set_password(Some("***"));
+                        f.write_str(parsed.as_str())
+                    }
+                    _ => f.write_str(u),
+                }
+            }
             StoreUrl::Etcd(hosts) => write!(f, "etcd://{}", hosts.join(",")),
         }
     }
@@ -165,6 +173,14 @@ mod tests {
             StoreUrl::parse("etcd://a:2379,b:2379").unwrap(),
             StoreUrl::Etcd(vec!["a:2379".into(), "b:2379".into()])
         );
+    }
+
+    #[test]
+    fn display_hides_passwords() {
+        let url = StoreUrl::parse("postgres://cosid:secret@db:5432/ids").unwrap();
+        assert_eq!(url.to_string(), "postgres://cosid:***@db:5432/ids");
+        let url = StoreUrl::parse("redis://127.0.0.1:6379/0").unwrap();
+        assert_eq!(url.to_string(), "redis://127.0.0.1:6379/0");
     }
 
     #[test]
