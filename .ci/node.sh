@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# The Node package, as a user gets it and as a developer works on it. Needs Node 20 or newer, npm and the Rust
+# toolchain; installs Node and npm from Debian's packages when they are missing.
+#
+#   1. lints of the addon crate (its own Cargo workspace, so the root's `cargo clippy` does not reach it);
+#   2. `npm ci && npm run build` inside bindings/node, then a check that the committed index.d.ts is what
+#      `napi build` generates;
+#   3. `npm install ./bindings/node` into a fresh project, which builds the addon through the package's install
+#      script with no devDependency, then require('cosid') and import from 'cosid' there;
+#   4. the tests (node --test) and one quick run of the benchmark harness (figures only).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+pkg=$root/bindings/node
+
+step() { printf '\n==== %s\n' "$*"; }
+
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+  step "node: installing nodejs and npm from Debian"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm
+fi
+major=$(node -p 'process.versions.node.split(".")[0]')
+if [ "$major" -lt 20 ]; then
+  echo "node: Node $(node --version) is too old; the package needs Node 20 or newer" >&2
+  exit 1
+fi
+echo "node $(node --version), npm $(npm --version), $(cargo --version)"
+
+step "node: format and lints of the addon crate"
+cargo fmt --manifest-path "$pkg/Cargo.toml" -- --check
+cargo clippy --manifest-path "$pkg/Cargo.toml" --release --all-targets -- -D warnings
+
+step "node: npm ci && npm run build"
+cd "$pkg"
+# The install script would build too; `npm run build` is the developer's build, which also writes index.d.ts.
+npm ci --ignore-scripts --no-audit --no-fund
+npm run build
+if ! git -C "$root" diff --exit-code -- bindings/node/index.d.ts; then
+  echo "node: index.d.ts is not what napi build generates: run 'npm run build' in bindings/node and commit it" >&2
+  exit 1
+fi
+
+step "node: npm install ./bindings/node into a fresh project"
+consumer=$(mktemp -d)
+trap 'rm -rf "$consumer"' EXIT
+cd "$consumer"
+npm init -y >/dev/null
+npm install --no-audit --no-fund "$pkg"
+export COSID_STORE="sqlite://$consumer/leases.db"
+node -e "
+  const cosid = require('cosid')
+  const id = cosid.nextId()
+  if (typeof id !== 'bigint' || cosid.parse(id).slot !== cosid.status().slot) throw new Error('bad id ' + id)
+  console.log('require(\"cosid\"): ' + id + ' = ' + cosid.toFriendly(id))
+"
+node --input-type=module -e "
+  import { ready, nextIdString } from 'cosid'
+  await ready()
+  console.log('import from \"cosid\": ' + nextIdString())
+"
+unset COSID_STORE
+cd "$pkg"
+
+step "node: tests"
+node --test test/*.test.js test/*.test.mjs
+
+step "node: benchmark harness (figures only)"
+node bench.mjs --quick
