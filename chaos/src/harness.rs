@@ -62,13 +62,21 @@ enum Heal {
     PauseEnd,
 }
 
-/// The negative control's plan: when to copy the data, when to put the copy back.
+/// The negative control's plan, repeated while the round lasts: copy the data, kill a lease holder, put the copy
+/// back some seconds later.
 #[derive(Debug, Clone, Copy)]
-struct Rollback {
-    snapshot_at: Instant,
-    restore_at: Instant,
-    snapshotted: bool,
-    restored: bool,
+enum Rollback {
+    /// The next copy is taken at this time.
+    Waiting { copy_at: Instant },
+    /// A copy was taken; it is put back at `restore_at`. `killed`: the holder was killed (retried until then).
+    Copied {
+        copied_at: Instant,
+        restore_at: Instant,
+        killed: bool,
+        next_try: Instant,
+    },
+    /// No time left in the round for another cycle.
+    Done,
 }
 
 struct Run<'a> {
@@ -273,18 +281,13 @@ impl Run<'_> {
         let start = Instant::now();
         let end = start + self.s.duration;
         let mut next_fault = start + self.nemesis.interval();
-        let mut rollback = self.s.negative.then(|| {
-            let snapshot_at = start + self.nemesis.range_ms(1_000..=3_000);
-            // Older than a lease (ttl + tolerance), so the restored leases have expired: the lost writes are
-            // renewals and grants that the workers acted on.
-            let age = self.nemesis.range_ms(4_000..=10_000);
-            Rollback {
-                snapshot_at,
-                restore_at: snapshot_at + age,
-                snapshotted: false,
-                restored: false,
+        let mut rollback = if self.s.negative {
+            Rollback::Waiting {
+                copy_at: start + self.nemesis.range_ms(1_000..=3_000),
             }
-        });
+        } else {
+            Rollback::Done
+        };
         while Instant::now() < end {
             self.supervise();
             let now = Instant::now();
@@ -298,16 +301,7 @@ impl Run<'_> {
             for h in due {
                 self.heal(h);
             }
-            if let Some(rb) = rollback.as_mut() {
-                if !rb.snapshotted && now >= rb.snapshot_at {
-                    rb.snapshotted = true;
-                    self.snapshot();
-                }
-                if rb.snapshotted && !rb.restored && now >= rb.restore_at {
-                    rb.restored = true;
-                    self.restore(rb.restore_at - rb.snapshot_at)?;
-                }
-            }
+            rollback = self.roll_back(rollback, now, end)?;
             if now >= next_fault {
                 let workers = &self.workers;
                 let fault = self.nemesis.next(|kind, w| match kind {
@@ -321,6 +315,51 @@ impl Run<'_> {
             std::thread::sleep(Duration::from_millis(20));
         }
         Ok(())
+    }
+
+    /// One step of the negative control's cycle.
+    fn roll_back(&mut self, rb: Rollback, now: Instant, end: Instant) -> io::Result<Rollback> {
+        Ok(match rb {
+            Rollback::Waiting { copy_at } if now >= copy_at => {
+                // Older than a lease (ttl + tolerance) plus the time a waiting worker needs to take over the slot
+                // of the holder killed right after the copy: the lost writes then include a change of owner.
+                let age = self.nemesis.range_ms(6_000..=10_000);
+                if now + age + Duration::from_secs(3) > end {
+                    return Ok(Rollback::Done);
+                }
+                self.snapshot();
+                Rollback::Copied {
+                    copied_at: now,
+                    restore_at: now + age,
+                    killed: self.kill_a_holder(),
+                    next_try: now + Duration::from_millis(500),
+                }
+            }
+            Rollback::Copied {
+                copied_at,
+                restore_at,
+                killed,
+                next_try,
+            } => {
+                if now >= restore_at {
+                    self.restore(now - copied_at)?;
+                    Rollback::Waiting {
+                        copy_at: now + self.nemesis.range_ms(2_000..=4_000),
+                    }
+                } else if !killed && now >= next_try && now + Duration::from_secs(5) < restore_at {
+                    // Redis was down (a restart fault): find the holder again.
+                    Rollback::Copied {
+                        copied_at,
+                        restore_at,
+                        killed: self.kill_a_holder(),
+                        next_try: now + Duration::from_millis(500),
+                    }
+                } else {
+                    rb
+                }
+            }
+            other => other,
+        })
     }
 
     fn position(&self, worker: usize) -> usize {
@@ -516,6 +555,61 @@ impl Run<'_> {
         match self.redis.snapshot(&to) {
             Ok(()) => self.note(Line::new(wall_ms(), "SNAPSHOT")),
             Err(e) => self.note(Line::new(wall_ms(), "SNAPSHOT_FAILED").reason(e)),
+        }
+    }
+
+    /// The negative control's own fault, right after the copy is taken: `SIGKILL` the holder of a slot, so a
+    /// waiting worker takes the slot over before the copy is put back. A copy that lost only renewals of the same
+    /// holders is mostly harmless (each holder renews in place at once); one that lost a change of owner is the
+    /// failover that must be caught.
+    fn kill_a_holder(&mut self) -> bool {
+        let holders: Vec<usize> = match self.inspect() {
+            Ok(state) => state
+                .split(',')
+                .filter_map(|w| w.rsplit_once(":chaos-w")?.1.parse().ok())
+                .filter(|&w| w < self.workers.len())
+                .collect(),
+            Err(e) => {
+                self.note(
+                    Line::new(wall_ms(), "FAULT_FAILED")
+                        .field("kind", Kind::Kill)
+                        .reason(e),
+                );
+                return false;
+            }
+        };
+        if holders.is_empty() {
+            self.note(
+                Line::new(wall_ms(), "FAULT_FAILED")
+                    .field("kind", Kind::Kill)
+                    .reason("no slot is held: no holder to kill"),
+            );
+            return false;
+        }
+        let pick = self
+            .nemesis
+            .range_ms(0..=holders.len() as u64 - 1)
+            .as_millis() as usize;
+        let w = holders[pick];
+        let inc = self.workers[self.position(w)].incarnation;
+        let line = Line::new(wall_ms(), "FAULT")
+            .field("kind", Kind::Kill)
+            .field("worker", w)
+            .field("inc", inc)
+            .reason("negative control: a lease holder, right after the copy");
+        match self.kill_and_restart(w) {
+            Ok(()) => {
+                self.note(line);
+                true
+            }
+            Err(e) => {
+                self.note(
+                    Line::new(wall_ms(), "FAULT_FAILED")
+                        .field("kind", Kind::Kill)
+                        .reason(e),
+                );
+                false
+            }
         }
     }
 
