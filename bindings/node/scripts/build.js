@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 'use strict'
 // Builds the native addon with cargo and copies it to where index.js looks for it (cosid.<platform>.node).
+// COSID_NODE_FEATURES=redis,postgres,mysql,etcd adds those stores (SQLite and memory are always there).
 //
 // This is the package's `install` script, so `npm install ./bindings/node` builds the addon with nothing but
 // Node and the Rust toolchain: it needs no npm dependency (a consumer's npm installs no devDependencies of ours,
@@ -44,6 +45,8 @@ const args = [
   '--message-format=json-render-diagnostics',
 ]
 if (release) args.push('--release')
+const features = (process.env.COSID_NODE_FEATURES || '').split(/[\s,]+/).filter(Boolean)
+if (features.length) args.push('--features', features.join(','))
 console.error(`cosid: ${cargo} ${args.join(' ')}`)
 const build = spawnSync(cargo, args, {
   cwd: root,
