@@ -46,7 +46,10 @@ consumer=$(mktemp -d)
 trap 'rm -rf "$consumer"' EXIT
 cd "$consumer"
 npm init -y >/dev/null
+# The addon must come from the package's install script, not from the build above.
+rm -f "$pkg"/cosid.*.node
 npm install --no-audit --no-fund "$pkg"
+ls "$pkg"/cosid.*.node
 export COSID_STORE="sqlite://$consumer/leases.db"
 node -e "
   const cosid = require('cosid')
