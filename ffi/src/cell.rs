@@ -91,6 +91,15 @@ impl RuntimeCell {
     /// The runtime to issue from, starting it if this is the first use (in this process).
     #[inline(always)]
     pub(crate) fn get(&self) -> Result<&Runtime, FfiError> {
+        match self.get_fast() {
+            Some(rt) => Ok(rt),
+            None => self.get_slow(),
+        }
+    }
+
+    /// The runtime, if it is running in this process: two loads and a compare.
+    #[inline(always)]
+    pub(crate) fn get_fast(&self) -> Option<&Runtime> {
         // Generation first: it is stored after `current`, so a matching generation means `current` is this
         // process's runtime (or a later one).
         let generation = self.generation.load(Ordering::Acquire);
@@ -98,9 +107,9 @@ impl RuntimeCell {
         if generation == fork::generation() && !p.is_null() {
             // SAFETY: `p` came from `Box::into_raw` and is freed only when the cell is dropped, which the caller's
             // contract forbids while any other call uses it.
-            return Ok(unsafe { &*p });
+            return Some(unsafe { &*p });
         }
-        self.get_slow()
+        None
     }
 
     #[cold]

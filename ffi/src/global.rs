@@ -39,6 +39,32 @@ pub(crate) fn shutdown_at_exit() {
 /// `out_id` points to a writable `uint64_t`.
 #[no_mangle]
 pub unsafe extern "C" fn cosid_next_id(out_id: *mut u64) -> cosid_result {
+    guard::call_fast(
+        || match GLOBAL
+            .get_fast()
+            .filter(|_| !out_id.is_null())
+            .and_then(|rt| rt.try_next_id())
+        {
+            Some(id) => {
+                // SAFETY: `out_id` is not NULL and the caller passes a writable `uint64_t`.
+                unsafe { out_id.write(id.as_u64()) };
+                true
+            }
+            _ => false,
+        },
+        // SAFETY: the caller's contract.
+        || unsafe { next_id_slow(out_id) },
+    )
+}
+
+/// `cosid_next_id` when the fast path could not issue: starts the runtime, waits, or reports the error.
+///
+/// # Safety
+///
+/// As `cosid_next_id`.
+#[cold]
+#[inline(never)]
+unsafe fn next_id_slow(out_id: *mut u64) -> cosid_result {
     guard::call(|| {
         let out_id = check_out(out_id, "out_id")?;
         let id = GLOBAL.get()?.next_id()?;

@@ -20,6 +20,20 @@ pub(crate) fn call(body: impl FnOnce() -> Result<(), FfiError>) -> cosid_result 
     }
 }
 
+/// The hot path of an export: `fast` returns `true` when it did the whole job, else `slow` (a cold, complete
+/// version of the call, itself guarded) runs. Keeps the error plumbing out of the common case.
+#[inline(always)]
+pub(crate) fn call_fast(
+    fast: impl FnOnce() -> bool,
+    slow: impl FnOnce() -> cosid_result,
+) -> cosid_result {
+    match catch_unwind(AssertUnwindSafe(fast)) {
+        Ok(true) => cosid_result::Ok,
+        Ok(false) => slow(),
+        Err(payload) => panicked(payload),
+    }
+}
+
 /// As [`call`], but the failure is not recorded (for `cosid_last_error` itself).
 pub(crate) fn call_quiet(body: impl FnOnce() -> Result<(), FfiError>) -> cosid_result {
     match catch_unwind(AssertUnwindSafe(body)) {

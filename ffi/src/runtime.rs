@@ -199,6 +199,35 @@ pub unsafe extern "C" fn cosid_runtime_next_id(
     rt: *const cosid_runtime,
     out_id: *mut u64,
 ) -> cosid_result {
+    guard::call_fast(
+        || {
+            // SAFETY: the caller's contract: `rt` is NULL or a live handle.
+            let handle = unsafe { rt.as_ref() };
+            let runtime = handle
+                .filter(|_| !out_id.is_null())
+                .and_then(|h| h.cell.get_fast());
+            match runtime.and_then(Runtime::try_next_id) {
+                Some(id) => {
+                    // SAFETY: `out_id` is not NULL and the caller passes a writable `uint64_t`.
+                    unsafe { out_id.write(id.as_u64()) };
+                    true
+                }
+                None => false,
+            }
+        },
+        // SAFETY: the caller's contract.
+        || unsafe { runtime_next_id_slow(rt, out_id) },
+    )
+}
+
+/// `cosid_runtime_next_id` when the fast path could not issue: waits, or reports the error.
+///
+/// # Safety
+///
+/// As `cosid_runtime_next_id`.
+#[cold]
+#[inline(never)]
+unsafe fn runtime_next_id_slow(rt: *const cosid_runtime, out_id: *mut u64) -> cosid_result {
     guard::call(|| {
         // SAFETY: the caller's contract.
         let rt = unsafe { handle(rt) }?;

@@ -1,0 +1,66 @@
+//! The Rust API's figures for the C benchmark (`tests/c/bench.sh` runs both): `Runtime::next_id` in bursts of
+//! 1,000 ids below the cap, and sustained as a percent of the cap, measured as `tests/c/bench.c` measures the C
+//! API. Prints figures, asserts nothing.
+//!
+//! `cargo bench -p cosid-ffi --bench rust_next_id [-- SECONDS]`
+
+use cosid_core::Runtime;
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+const BURST: u32 = 1_000;
+
+fn main() {
+    let seconds: f64 = std::env::args()
+        .skip(1)
+        .find_map(|a| a.parse().ok())
+        .filter(|s: &f64| *s > 0.0)
+        .unwrap_or(2.0);
+    let bursts = if seconds < 1.0 { 200 } else { 2_000 };
+    let rt = Runtime::builder()
+        .store("memory:")
+        .namespace("bench")
+        .build()
+        .expect("a runtime on the memory store");
+    let cap = rt.layout().cap_per_second() as f64;
+    println!("Rust layout cap: {cap:.0} ids/s per slot");
+
+    let mut per_id = Vec::with_capacity(bursts);
+    let mut total = Duration::ZERO;
+    for _ in 0..bursts {
+        std::thread::sleep(Duration::from_micros(1_100));
+        let t = Instant::now();
+        for _ in 0..BURST {
+            black_box(rt.next_id().expect("an id"));
+        }
+        let el = t.elapsed();
+        per_id.push(el.as_nanos() as f64 / f64::from(BURST));
+        total += el;
+    }
+    per_id.sort_by(f64::total_cmp);
+    println!(
+        "Rust {:<22} burst (1,000 ids): {:6.2} ns/id mean, {:6.2} median",
+        "Runtime::next_id",
+        total.as_nanos() as f64 / (bursts as f64 * f64::from(BURST)),
+        per_id[bursts / 2]
+    );
+
+    let start = Instant::now();
+    let end = Duration::from_secs_f64(seconds);
+    let mut n = 0u64;
+    let mut el = Duration::ZERO;
+    while el < end {
+        for _ in 0..4096 {
+            black_box(rt.next_id().expect("an id"));
+        }
+        n += 4096;
+        el = start.elapsed();
+    }
+    let rate = n as f64 / el.as_secs_f64();
+    println!(
+        "Rust {:<22} sustained       : {rate:12.0} ids/s = {:6.2}% of cap, {:6.1} ns/id",
+        "Runtime::next_id",
+        100.0 * rate / cap,
+        1e9 / rate
+    );
+}

@@ -1,0 +1,21 @@
+#!/bin/sh
+# The C API's cost beside the Rust API's, in one run: ns per id of cosid_next_id() in bursts below the cap, and
+# sustained ids/s as a percent of the cap (tests/c/bench.c), then the same for cosid::Runtime::next_id
+# (ffi/benches/rust_next_id.rs). Prints figures; asserts nothing. Usage: tests/c/bench.sh [SECONDS]
+set -eu
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+seconds=${1:-2}
+out="$root/target/c-tests"
+mkdir -p "$out"
+cd "$root"
+cargo build -q -p cosid-ffi --release
+cc -std=c11 -O2 -Wall -Wextra -Werror -pedantic -I"$root/include" "$here/bench.c" -o "$out/bench" \
+    -L"$root/target/release" -lcosid -Wl,-rpath,"$root/target/release"
+cargo bench -q -p cosid-ffi --bench rust_next_id --no-run 2>/dev/null
+"$out/bench" "$seconds" | tee "$out/bench-c.txt"
+cargo bench -q -p cosid-ffi --bench rust_next_id -- "$seconds" | tee "$out/bench-rust.txt"
+# The difference of the burst means: what a C call costs beyond a Rust call.
+c=$(awk '/cosid_next_id .*burst/ {print $(NF-4)}' "$out/bench-c.txt")
+r=$(awk '/Runtime::next_id .*burst/ {print $(NF-4)}' "$out/bench-rust.txt")
+awk -v c="$c" -v r="$r" 'BEGIN { printf "C cosid_next_id() costs %+.2f ns/id beside Runtime::next_id (burst means: %.2f vs %.2f)\n", c - r, c, r }'
