@@ -159,18 +159,22 @@ fn event_line(e: &Event) -> Line {
 struct Stats {
     attempted: u64,
     acked: u64,
+    /// Refused id calls, by error code.
     errors: BTreeMap<&'static str, u64>,
-    builds_failed: u64,
+    /// Failed start-ups (no free slot, store down), by error code.
+    build_errors: BTreeMap<&'static str, u64>,
 }
 
 impl Stats {
     fn line(&self) -> Line {
         let mut l = Line::new(wall_ms(), "STATS")
             .field("attempted", self.attempted)
-            .field("acked", self.acked)
-            .field("builds_failed", self.builds_failed);
+            .field("acked", self.acked);
         for (code, n) in &self.errors {
             l = l.field(&format!("err.{code}"), n);
+        }
+        for (code, n) in &self.build_errors {
+            l = l.field(&format!("build_err.{code}"), n);
         }
         l
     }
@@ -232,8 +236,7 @@ pub fn run(args: WorkerArgs) -> i32 {
                 }
                 Err(e) => {
                     // Every slot is held (2 of the 4 workers wait here), or the store is down: try again.
-                    stats.builds_failed += 1;
-                    *stats.errors.entry(e.code()).or_default() += 1;
+                    *stats.build_errors.entry(e.code()).or_default() += 1;
                     std::thread::sleep(Duration::from_millis(100));
                 }
             }
