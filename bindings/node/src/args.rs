@@ -6,7 +6,7 @@
 use crate::errors::{coded, invalid, range_error, type_error, OrThrow, Thrown};
 use cosid::config::{parse_duration, parse_layout};
 use cosid::{Config, Id, Layout, Tick};
-use napi::bindgen_prelude::{BigInt, Object, Unknown};
+use napi::bindgen_prelude::{BigInt, FromNapiValue, Object, Unknown};
 use napi::{Env, ValueType};
 use std::time::Duration;
 
@@ -34,6 +34,14 @@ pub const OPTION_NAMES: &[&str] = &[
 
 const LAYOUT_FIELDS: &[&str] = &["epoch", "tick", "timestampBits", "slotBits", "sequenceBits"];
 
+/// `v` as `T`, the Rust type of its JavaScript type. Every caller has just read `v.get_type()` and pairs it with
+/// the matching `T`: `f64` for a number, `String` for a string, `bool`, `BigInt`, `Object`.
+fn read<T: FromNapiValue>(v: &Unknown) -> Result<T, Thrown> {
+    // SAFETY: `cast` requires `T` to match the value's type, which every caller checked (see above); a mismatch
+    // would still only be a failed napi conversion, reported as an error.
+    unsafe { v.cast::<T>() }.or_throw()
+}
+
 /// `typeof v`, with `null` for null, for messages.
 pub fn type_name(v: &Unknown) -> &'static str {
     match v.get_type() {
@@ -54,16 +62,16 @@ pub fn type_name(v: &Unknown) -> &'static str {
 fn got(v: &Unknown) -> String {
     let name = type_name(v);
     match v.get_type() {
-        Ok(ValueType::Number) => match unsafe { v.cast::<f64>() } {
+        Ok(ValueType::Number) => match read::<f64>(v) {
             Ok(n) => format!("got number {}", js_number(n)),
             Err(_) => format!("got {name}"),
         },
-        Ok(ValueType::String) => match unsafe { v.cast::<String>() } {
+        Ok(ValueType::String) => match read::<String>(v) {
             Ok(s) if s.chars().count() <= 40 => format!("got string {s:?}"),
             Ok(s) => format!("got string {:?}...", s.chars().take(40).collect::<String>()),
             Err(_) => format!("got {name}"),
         },
-        Ok(ValueType::Boolean) => match unsafe { v.cast::<bool>() } {
+        Ok(ValueType::Boolean) => match read::<bool>(v) {
             Ok(b) => format!("got boolean {b}"),
             Err(_) => format!("got {name}"),
         },
@@ -90,7 +98,7 @@ fn is_nullish(v: &Unknown) -> bool {
 pub fn id(env: &Env, what: &str, v: &Unknown) -> Result<Id, Thrown> {
     match v.get_type().or_throw()? {
         ValueType::BigInt => {
-            let b = unsafe { v.cast::<BigInt>() }.or_throw()?;
+            let b = read::<BigInt>(v)?;
             let (negative, value, lossless) = b.get_u64();
             if negative && (value != 0 || b.words.len() > 1) {
                 return Err(coded(
@@ -107,7 +115,7 @@ pub fn id(env: &Env, what: &str, v: &Unknown) -> Result<Id, Thrown> {
             Ok(Id::from_u64(if negative { 0 } else { value }))
         }
         ValueType::Number => {
-            let n = unsafe { v.cast::<f64>() }.or_throw()?;
+            let n = read::<f64>(v)?;
             if n.fract() != 0.0 || !(0.0..=MAX_SAFE_INTEGER).contains(&n) {
                 return Err(coded(
                     "INVALID_ID",
@@ -121,7 +129,7 @@ pub fn id(env: &Env, what: &str, v: &Unknown) -> Result<Id, Thrown> {
             Ok(Id::from_u64(n as u64))
         }
         ValueType::String => {
-            let s = unsafe { v.cast::<String>() }.or_throw()?;
+            let s = read::<String>(v)?;
             Id::parse_decimal(&s).or_throw()
         }
         _ => Err(type_error(
@@ -142,7 +150,7 @@ pub fn string(env: &Env, what: &str, v: &Unknown) -> Result<String, Thrown> {
             &format!("{what} must be a string, {}", got(v)),
         ));
     }
-    unsafe { v.cast::<String>() }.or_throw()
+    read::<String>(v)
 }
 
 /// How many ids to make: a whole number from 0 to [`MAX_BATCH`].
@@ -150,7 +158,7 @@ pub fn count(env: &Env, v: &Unknown) -> Result<usize, Thrown> {
     if v.get_type().or_throw()? != ValueType::Number {
         return Err(type_error(env, &format!("n must be a number, {}", got(v))));
     }
-    let n = unsafe { v.cast::<f64>() }.or_throw()?;
+    let n = read::<f64>(v)?;
     if n.fract() != 0.0 || !(0.0..=f64::from(MAX_BATCH)).contains(&n) {
         return Err(range_error(
             env,
@@ -269,14 +277,14 @@ fn object<'a>(env: &Env, what: &str, v: &Unknown<'a>) -> Result<Object<'a>, Thro
             &format!("{what} must be an object, {}", got(v)),
         ));
     }
-    unsafe { v.cast::<Object>() }.or_throw()
+    read::<Object>(v)
 }
 
 /// A duration: a number of milliseconds, or a string with a unit (`'30s'`, `'500ms'`).
 fn duration(env: &Env, setting: &str, v: &Unknown) -> Result<Duration, Thrown> {
     match v.get_type().or_throw()? {
         ValueType::Number => {
-            let n = unsafe { v.cast::<f64>() }.or_throw()?;
+            let n = read::<f64>(v)?;
             if n.fract() != 0.0 || !(0.0..=MAX_SAFE_INTEGER).contains(&n) {
                 return Err(invalid(
                     setting,
@@ -287,7 +295,7 @@ fn duration(env: &Env, setting: &str, v: &Unknown) -> Result<Duration, Thrown> {
             Ok(Duration::from_millis(n as u64))
         }
         ValueType::String => {
-            let s = unsafe { v.cast::<String>() }.or_throw()?;
+            let s = read::<String>(v)?;
             parse_duration(setting, &s).or_throw()
         }
         _ => Err(type_error(
@@ -308,7 +316,7 @@ fn integer(env: &Env, setting: &str, v: &Unknown, max: u64) -> Result<u64, Throw
             &format!("options.{setting} must be a number, {}", got(v)),
         ));
     }
-    let n = unsafe { v.cast::<f64>() }.or_throw()?;
+    let n = read::<f64>(v)?;
     if n.fract() != 0.0 || !(0.0..=max as f64).contains(&n) {
         return Err(invalid(
             setting,
@@ -324,7 +332,7 @@ fn integer(env: &Env, setting: &str, v: &Unknown, max: u64) -> Result<u64, Throw
 pub fn layout(env: &Env, what: &str, v: &Unknown) -> Result<Layout, Thrown> {
     match v.get_type().or_throw()? {
         ValueType::String => {
-            let s = unsafe { v.cast::<String>() }.or_throw()?;
+            let s = read::<String>(v)?;
             parse_layout("layout", &s).or_throw()
         }
         ValueType::Object => {

@@ -151,6 +151,7 @@ pub(crate) fn subscribe(
             ),
         ));
     }
+    // SAFETY: the value was just checked to be a function.
     let function = unsafe { callback.cast::<Function<CosidEvent, ()>>() }.or_throw()?;
     let id = subs.add(&function).or_throw()?;
     let subs = Arc::downgrade(subs);
