@@ -526,10 +526,15 @@ impl Run<'_> {
                     r,
                 )
             }
-            Heal::RedisStart => (
-                Line::new(now, "HEAL").field("kind", "redis-start"),
-                self.redis.start(),
-            ),
+            Heal::RedisStart => {
+                let r = self.redis.start();
+                if r.is_err() {
+                    // Never leave the store down for the rest of the run: try again shortly.
+                    self.heals
+                        .push((Instant::now() + Duration::from_secs(1), Heal::RedisStart));
+                }
+                (Line::new(now, "HEAL").field("kind", "redis-start"), r)
+            }
             Heal::PauseEnd => (
                 Line::new(now, "HEAL").field("kind", "client-unpause"),
                 Ok(()),
@@ -543,9 +548,18 @@ impl Run<'_> {
 
     /// Undoes every pending fault at once (the end of the run).
     fn heal_all(&mut self) {
-        let pending: Vec<Heal> = self.heals.drain(..).map(|(_, h)| h).collect();
-        for h in pending {
-            self.heal(h);
+        // A failed Redis start schedules itself again: a few passes, a second apart.
+        for _ in 0..5 {
+            let pending: Vec<Heal> = self.heals.drain(..).map(|(_, h)| h).collect();
+            if pending.is_empty() {
+                break;
+            }
+            for h in pending {
+                self.heal(h);
+            }
+            if !self.heals.is_empty() {
+                std::thread::sleep(Duration::from_secs(1));
+            }
         }
         let _ = self.redis.unpause_clients();
     }
@@ -623,7 +637,11 @@ impl Run<'_> {
             Ok(()) => self.note(Line::new(wall_ms(), "RESTORE").field("age", age.as_millis())),
             Err(e) => self.note(Line::new(wall_ms(), "RESTORE_FAILED").reason(&e)),
         }
-        self.redis.start()
+        self.redis.start().or_else(|e| {
+            self.note(Line::new(wall_ms(), "RESTART_FAILED").reason(&e));
+            std::thread::sleep(Duration::from_secs(1));
+            self.redis.start()
+        })
     }
 
     /// Asks every worker to stop (it releases its slot), then kills those that do not within 10 s.

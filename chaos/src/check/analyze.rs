@@ -159,8 +159,16 @@ pub fn analyze(logs: &RunLogs, layout: &Layout) -> Analysis {
 
     // Faults, and which incarnations were killed (their logs may be torn).
     let mut killed: Vec<(usize, usize)> = Vec::new();
+    let mut redis_down_since: Option<u64> = None;
     for l in &logs.nemesis {
         let kind = l.get("kind").unwrap_or("?").to_owned();
+        if l.name == "FAULT" && (kind == Kind::RedisTerm.name() || kind == Kind::RedisKill.name()) {
+            redis_down_since = Some(l.at);
+        }
+        if (l.name == "HEAL" && kind == "redis-start" && l.reason.is_none()) || l.name == "RESTORE"
+        {
+            redis_down_since = None;
+        }
         match l.name.as_str() {
             "FAULT" => {
                 *a.faults.entry(kind.clone()).or_default() += 1;
@@ -192,6 +200,12 @@ pub fn analyze(logs: &RunLogs, layout: &Layout) -> Analysis {
             }
             _ => {}
         }
+    }
+
+    if let Some(at) = redis_down_since {
+        a.sanity.push(format!(
+            "Redis was stopped at {at} and never started again: the rest of the run tested nothing"
+        ));
     }
 
     // Windows, and the checks on every id.
@@ -575,5 +589,69 @@ mod tests {
         assert_eq!(longest_gap(&[], 100, 600), (500, 0));
         assert_eq!(longest_gap(&[150, 160, 400], 100, 450), (240, 60));
         assert_eq!(longest_gap(&[110, 440], 100, 1_000), (560, 340));
+    }
+
+    fn lines(text: &[&str]) -> Vec<Line> {
+        text.iter().map(|l| Line::parse(l).unwrap()).collect()
+    }
+
+    /// One worker paused three times: resumed late (another worker took the slot), resumed late (nobody took
+    /// it), and resumed early.
+    #[test]
+    fn zombie_resumes_are_found_and_classified() {
+        let mut info = crate::logs::RunInfo::default();
+        info.set("bits", 1);
+        let logs = RunLogs {
+            info,
+            nemesis: lines(&[
+                "1000 FAULT kind=sigstop worker=0 inc=1 duration=6000",
+                "7000 HEAL kind=sigcont worker=0 inc=1",
+                "20000 FAULT kind=sigstop worker=0 inc=1 duration=6000",
+                "26000 HEAL kind=sigcont worker=0 inc=1",
+                "40000 FAULT kind=sigstop worker=0 inc=1 duration=1500",
+                "41500 HEAL kind=sigcont worker=0 inc=1",
+                "50000 FAULT kind=sigstop worker=1 inc=1 duration=1500",
+                "50100 FAULT kind=sigkill worker=1 inc=1",
+            ]),
+            incarnations: vec![super::super::Incarnation {
+                worker: 0,
+                inc: 1,
+                events: lines(&[
+                    "0 START pid=1",
+                    "500 ACQUIRED slot=1 fence=4 floor=0 ceiling=3750 expires=3500",
+                    "900 STATS attempted=10 acked=10 err.SLOT_LOST=2",
+                    "7050 SLOT_LOST slot=1 reason=gone",
+                    "10500 STATS attempted=50 acked=10 err.SLOT_LOST=30",
+                    "12000 ACQUIRED slot=0 fence=9 floor=8000 ceiling=15250 expires=15000",
+                    "19000 RENEWED slot=0 ceiling=22250 expires=22000",
+                    "26100 RENEWED slot=0 ceiling=29350 expires=29100",
+                    "39000 RENEWED slot=0 ceiling=42250 expires=42000",
+                ]),
+                ..Default::default()
+            }],
+            bad_lines: Vec::new(),
+        };
+        let mut a = Analysis::default();
+        zombies(&logs, &mut a);
+        assert_eq!(a.zombies.len(), 2, "{:?}", a.zombies);
+        assert_eq!(
+            (
+                a.zombies[0].slot,
+                a.zombies[0].outcome,
+                a.zombies[0].late_by_ms
+            ),
+            (1, "slot-lost", 3_500)
+        );
+        assert_eq!(a.zombies[0].refused.get("SLOT_LOST"), Some(&28));
+        assert_eq!(
+            (
+                a.zombies[1].slot,
+                a.zombies[1].outcome,
+                a.zombies[1].late_by_ms
+            ),
+            (0, "renewed-in-place", 4_000)
+        );
+        // The early resume, and worker 1 (killed while stopped, and with no logs) are no zombies.
+        assert_eq!(a.harmless_pauses, 1);
     }
 }
