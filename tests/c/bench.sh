@@ -10,8 +10,9 @@ out="$root/target/c-tests"
 mkdir -p "$out"
 cd "$root"
 cargo build -q -p cosid-ffi --release
+make -s -C "$here" "$out/lib/libcosid.so" >/dev/null
 cc -std=c11 -O2 -Wall -Wextra -Werror -pedantic -I"$root/include" "$here/bench.c" -o "$out/bench" \
-    -L"$root/target/release" -lcosid -Wl,-rpath,"$root/target/release"
+    -L"$out/lib" -lcosid -Wl,-rpath,"$out/lib"
 cargo bench -q -p cosid-ffi --bench rust_next_id --no-run 2>/dev/null
 "$out/bench" "$seconds" | tee "$out/bench-c.txt"
 cargo bench -q -p cosid-ffi --bench rust_next_id -- "$seconds" | tee "$out/bench-rust.txt"
