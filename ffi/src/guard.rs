@@ -155,3 +155,70 @@ pub(crate) fn write_text(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn last_error() -> String {
+        let mut buf = [0 as c_char; 256];
+        let mut len = 0usize;
+        let r = crate::error::cosid_last_error(buf.as_mut_ptr(), buf.len(), &mut len);
+        assert_eq!(r, cosid_result::Ok);
+        // SAFETY: `cosid_last_error` wrote `len` bytes and a NUL.
+        unsafe { std::ffi::CStr::from_ptr(buf.as_ptr()) }
+            .to_string_lossy()
+            .into_owned()
+    }
+
+    #[test]
+    fn a_panic_becomes_the_panic_code_with_its_message() {
+        assert_eq!(call(|| panic!("boom {}", 42)), cosid_result::Panic);
+        assert!(last_error().contains("boom 42"), "{}", last_error());
+        assert_eq!(call(|| std::panic::panic_any(7u8)), cosid_result::Panic);
+        assert!(last_error().contains("without a message"));
+        assert_eq!(
+            call_fast(|| panic!("fast"), || cosid_result::Internal),
+            cosid_result::Panic
+        );
+        assert!(last_error().contains("fast"));
+        assert_eq!(call_quiet(|| panic!("quiet")), cosid_result::Panic);
+        assert!(
+            last_error().contains("fast"),
+            "call_quiet leaves the detail alone"
+        );
+    }
+
+    #[test]
+    fn errors_are_recorded_and_ok_is_ok() {
+        assert_eq!(call(|| Ok(())), cosid_result::Ok);
+        assert_eq!(
+            call(|| Err(FfiError::null("thing"))),
+            cosid_result::NullPointer
+        );
+        assert_eq!(
+            last_error(),
+            "NULL_POINTER: `thing` is NULL: expected a valid pointer"
+        );
+        assert_eq!(
+            call_fast(|| false, || cosid_result::Closed),
+            cosid_result::Closed
+        );
+    }
+
+    #[test]
+    fn strings_are_bounded_and_checked() {
+        let ok = c"hello";
+        // SAFETY: a NUL-terminated literal.
+        assert_eq!(unsafe { read_str(ok.as_ptr(), "s") }.unwrap(), "hello");
+        let long = vec![b'a'; COSID_MAX_STRING_LEN + 1]; // no NUL within the bound
+                                                         // SAFETY: `long` has COSID_MAX_STRING_LEN + 1 readable bytes, which is all strnlen may read.
+        let e = unsafe { read_str(long.as_ptr().cast(), "s") }.unwrap_err();
+        assert_eq!(e.code, cosid_result::StringTooLong);
+        let bad = c"a\xffb";
+        // SAFETY: a NUL-terminated literal.
+        let e = unsafe { read_str(bad.as_ptr(), "s") }.unwrap_err();
+        assert_eq!(e.code, cosid_result::InvalidUtf8);
+        assert!(e.message.contains("0xff at offset 1"), "{}", e.message);
+    }
+}
