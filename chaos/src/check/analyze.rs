@@ -148,10 +148,17 @@ pub fn analyze(logs: &RunLogs, layout: &Layout) -> Analysis {
         a.sanity.push(e);
         1
     });
-    let started: u64 = info.num("started_at").unwrap_or(0);
-    let ended: u64 = info.num("ended_at").unwrap_or(u64::MAX);
-    let from: u64 = info.num("measure_from").unwrap_or(started);
-    let to: u64 = info.num("measure_to").unwrap_or(ended);
+    let mut times = [0u64; 4];
+    for (t, key) in times
+        .iter_mut()
+        .zip(["started_at", "measure_from", "measure_to", "ended_at"])
+    {
+        match info.num(key) {
+            Ok(v) => *t = v,
+            Err(e) => a.sanity.push(format!("{e} (did the run finish?)")),
+        }
+    }
+    let [started, from, to, ended] = times;
     let negative = info.get("negative") == Some("true");
     for b in &logs.bad_lines {
         a.sanity.push(format!("nemesis.log: {b}"));
