@@ -140,8 +140,8 @@ enum cosid_result
      */
     COSID_RESULT_CLOSED = 3006,
     /**
-     * This process was forked from the runtime's owner and the runtime's fork policy is `error`: re-initialize
-     * (`cosid_init`, or a new `cosid_runtime`) to get a slot of its own.
+     * This process was forked from the runtime's owner, and the runtime's fork policy is `error` or its store is
+     * `memory:` (which lives in the parent only): re-initialize (`cosid_init`, or a new `cosid_runtime`).
      */
     COSID_RESULT_FORKED = 3007,
     /**
@@ -284,8 +284,8 @@ typedef struct cosid_config cosid_config;
  * slot) and `cosid_runtime_free`.
  *
  * After `fork()`, the child's copy of a handle acquires a slot of its own on its first use (fork policy
- * `reacquire`, the default) or fails with `COSID_RESULT_FORKED` (policy `error`); it never issues an id on its
- * parent's lease.
+ * `reacquire`, the default) or fails with `COSID_RESULT_FORKED` (policy `error`, and always on the `memory:`
+ * store, which lives in the parent only); it never issues an id on its parent's lease.
  *
  * Thread safety: every function may be called on one handle from any number of threads at once, except
  * `cosid_runtime_free`, which must not overlap any other call on the handle.
@@ -527,7 +527,7 @@ cosid_result cosid_config_from_env(struct cosid_config **out);
  * - `owner_key`: the owner key (default `host:pid`);
  * - `preferred_slot`: a slot to take if it is free;
  * - `on_fork`: `reacquire` (a forked child takes a slot of its own on first use) or `error` (its calls fail
- *   with `COSID_RESULT_FORKED` until it re-initializes).
+ *   with `COSID_RESULT_FORKED` until it re-initializes). On the `memory:` store a child always gets `error`.
  *
  * An empty value restores the key's default. Settings are checked against each other when a runtime starts.
  * On error the config is unchanged.
@@ -611,8 +611,9 @@ cosid_result cosid_last_error(char *buf, size_t buf_len, size_t *out_len);
  * so does `cosid_shutdown`.
  *
  * In a child of `fork()` the first call acquires a slot of the child's own, with a new owner incarnation (fork
- * policy `reacquire`, the default), or fails with `COSID_RESULT_FORKED` (policy `error`, `COSID_ON_FORK=error`)
- * until the child calls `cosid_init`. A child never issues an id on its parent's lease.
+ * policy `reacquire`, the default), or fails with `COSID_RESULT_FORKED` (policy `error`, `COSID_ON_FORK=error`;
+ * and always on the `memory:` store, which lives in the parent only) until the child calls `cosid_init`. A child
+ * never issues an id on its parent's lease.
  *
  * Errors: `COSID_RESULT_NULL_POINTER`; `COSID_RESULT_CLOSED` after `cosid_shutdown`; `COSID_RESULT_CONFIG` for an
  * invalid environment variable (named in `cosid_last_error`); while starting, the errors of `cosid_runtime_new`

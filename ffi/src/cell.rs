@@ -16,6 +16,7 @@ use crate::error::FfiError;
 use crate::event::Listener;
 use crate::fork::{self, ForkLock};
 use crate::result::cosid_result;
+use cosid_core::store::StoreUrl;
 use cosid_core::{Builder, Runtime};
 use std::cell::Cell;
 use std::ptr;
@@ -30,8 +31,9 @@ enum State {
     Running,
     /// Shut down: `current` (if any) is sealed.
     Closed,
-    /// Inherited from a parent with `on_fork = error`: calls fail until re-initialized.
-    Forked,
+    /// Inherited from a parent with `on_fork = error`, or on a store that lives in the parent's memory: calls
+    /// fail until re-initialized.
+    Forked(&'static str),
 }
 
 struct Retired {
@@ -129,7 +131,7 @@ impl RuntimeCell {
                 cosid_result::Closed,
                 "the runtime was shut down: start a new one (cosid_init, or a new cosid_runtime)",
             )),
-            State::Forked => Err(forked()),
+            State::Forked(why) => Err(FfiError::new(cosid_result::Forked, why)),
             State::Running => Err(FfiError::new(
                 cosid_result::Internal,
                 "a running cell has no runtime",
@@ -153,13 +155,20 @@ impl RuntimeCell {
             });
         }
         if slow.state == State::Running {
-            let policy = slow
-                .settings
-                .as_ref()
-                .map_or(OnFork::Reacquire, |s| s.on_fork);
-            slow.state = match policy {
-                OnFork::Reacquire => State::Fresh,
-                OnFork::Error => State::Forked,
+            let settings = slow.settings.as_ref();
+            let policy = settings.map_or(OnFork::Reacquire, |s| s.on_fork);
+            let in_memory = settings
+                .and_then(|s| s.config.store.as_deref())
+                .map(StoreUrl::parse);
+            slow.state = if matches!(in_memory, Some(Ok(StoreUrl::Memory))) {
+                // A new `memory:` store in the child would know nothing of the parent's leases and hand out its
+                // slots again: duplicates. Never re-acquire on it.
+                State::Forked(FORKED_MEMORY)
+            } else {
+                match policy {
+                    OnFork::Reacquire => State::Fresh,
+                    OnFork::Error => State::Forked(FORKED_POLICY),
+                }
             };
         }
         self.generation.store(now, Ordering::Release);
@@ -296,13 +305,13 @@ impl RuntimeCell {
     }
 }
 
-fn forked() -> FfiError {
-    FfiError::new(
-        cosid_result::Forked,
-        "this process is a fork of the runtime's owner and the fork policy is `error`: re-initialize \
-         (cosid_init, or a new cosid_runtime) to get a slot of its own",
-    )
-}
+const FORKED_POLICY: &str =
+    "this process is a fork of the runtime's owner and the fork policy is `error`: \
+     re-initialize (cosid_init, or a new cosid_runtime) to get a slot of its own";
+
+const FORKED_MEMORY: &str = "this process is a fork of the runtime's owner, whose store is `memory:`, which lives in \
+     the parent process only: a new one here would hand out the parent's slots again. Use a shared store \
+     (sqlite://, redis://, ...) to issue ids in forked children";
 
 impl Drop for RuntimeCell {
     fn drop(&mut self) {

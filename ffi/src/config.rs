@@ -249,7 +249,7 @@ pub unsafe extern "C" fn cosid_config_from_env(out: *mut *mut cosid_config) -> c
 /// - `owner_key`: the owner key (default `host:pid`);
 /// - `preferred_slot`: a slot to take if it is free;
 /// - `on_fork`: `reacquire` (a forked child takes a slot of its own on first use) or `error` (its calls fail
-///   with `COSID_RESULT_FORKED` until it re-initializes).
+///   with `COSID_RESULT_FORKED` until it re-initializes). On the `memory:` store a child always gets `error`.
 ///
 /// An empty value restores the key's default. Settings are checked against each other when a runtime starts.
 /// On error the config is unchanged.

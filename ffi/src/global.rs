@@ -25,8 +25,9 @@ pub(crate) fn shutdown_at_exit() {
 /// so does `cosid_shutdown`.
 ///
 /// In a child of `fork()` the first call acquires a slot of the child's own, with a new owner incarnation (fork
-/// policy `reacquire`, the default), or fails with `COSID_RESULT_FORKED` (policy `error`, `COSID_ON_FORK=error`)
-/// until the child calls `cosid_init`. A child never issues an id on its parent's lease.
+/// policy `reacquire`, the default), or fails with `COSID_RESULT_FORKED` (policy `error`, `COSID_ON_FORK=error`;
+/// and always on the `memory:` store, which lives in the parent only) until the child calls `cosid_init`. A child
+/// never issues an id on its parent's lease.
 ///
 /// Errors: `COSID_RESULT_NULL_POINTER`; `COSID_RESULT_CLOSED` after `cosid_shutdown`; `COSID_RESULT_CONFIG` for an
 /// invalid environment variable (named in `cosid_last_error`); while starting, the errors of `cosid_runtime_new`

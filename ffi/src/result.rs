@@ -52,8 +52,8 @@ pub enum cosid_result {
     NamespaceMismatch = 3005,
     /// The runtime was shut down.
     Closed = 3006,
-    /// This process was forked from the runtime's owner and the runtime's fork policy is `error`: re-initialize
-    /// (`cosid_init`, or a new `cosid_runtime`) to get a slot of its own.
+    /// This process was forked from the runtime's owner, and the runtime's fork policy is `error` or its store is
+    /// `memory:` (which lives in the parent only): re-initialize (`cosid_init`, or a new `cosid_runtime`).
     Forked = 3007,
 
     /// The store could not be reached, or did not answer in time.

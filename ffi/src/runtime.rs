@@ -16,8 +16,8 @@ use std::ffi::c_void;
 /// slot) and `cosid_runtime_free`.
 ///
 /// After `fork()`, the child's copy of a handle acquires a slot of its own on its first use (fork policy
-/// `reacquire`, the default) or fails with `COSID_RESULT_FORKED` (policy `error`); it never issues an id on its
-/// parent's lease.
+/// `reacquire`, the default) or fails with `COSID_RESULT_FORKED` (policy `error`, and always on the `memory:`
+/// store, which lives in the parent only); it never issues an id on its parent's lease.
 ///
 /// Thread safety: every function may be called on one handle from any number of threads at once, except
 /// `cosid_runtime_free`, which must not overlap any other call on the handle.

@@ -1,7 +1,8 @@
 /* fork(): a child never issues an id with its parent's lease. With the default policy (`reacquire`) each child
  * takes slots of its own on first use, for the process-wide runtime and for the handles it inherited, while the
  * parent (with a thread issuing ids throughout) keeps its own; all ids of all processes are unique. With the
- * policy `error` the child's calls fail with FORKED, and freeing its copy leaves the parent's lease alone. */
+ * policy `error`, and on the memory: store, the child's calls fail with FORKED, and freeing its copy leaves the
+ * parent's lease alone. */
 #include "test_util.h"
 
 #include <pthread.h>
@@ -291,12 +292,41 @@ static void policy_error(void) {
     cosid_config_free(cfg);
 }
 
+/* The memory: store lives in the parent: a child never re-acquires on it (it would get the parent's slots). */
+static void memory_store(void) {
+    cosid_config *cfg = NULL;
+    REQUIRE_OK(cosid_config_new(&cfg));
+    REQUIRE_OK(cosid_config_set(cfg, "store", "memory:"));
+    cosid_runtime *rt = NULL;
+    REQUIRE_OK(cosid_runtime_new(cfg, &rt));
+    uint64_t before = 0;
+    CHECK_OK(cosid_runtime_next_id(rt, &before));
+    t_sleep_ms(100); /* the runtime's thread has started: see reacquire() */
+    pid_t pid = fork();
+    if (pid == 0) {
+        alarm(60);
+        uint64_t id = 7;
+        int ok = cosid_runtime_next_id(rt, &id) == COSID_RESULT_FORKED && id == 7 && strstr(t_last_error(), "memory:");
+        cosid_runtime_free(rt);
+        _exit(ok ? 0 : 1);
+    }
+    int status = 0;
+    CHECK(waitpid(pid, &status, 0) == pid);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    uint64_t after = 0;
+    CHECK_OK(cosid_runtime_next_id(rt, &after));
+    CHECK(after > before);
+    cosid_runtime_free(rt);
+    cosid_config_free(cfg);
+}
+
 int main(void) {
     alarm(120); /* a hang fails the test instead of the whole run */
     t_setup();
     per_child = t_env_long("COSID_TEST_IDS", 20000);
     reacquire();
     policy_error();
+    memory_store();
     CHECK_OK(cosid_shutdown());
     t_cleanup();
     return t_finish("test_fork");
