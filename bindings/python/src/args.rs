@@ -30,18 +30,15 @@ pub(crate) fn id(py: Python<'_>, v: &Bound<'_, PyAny>) -> PyResult<u64> {
 }
 
 /// A count of ids for `next_ids`: an int in `0..=MAX_BATCH`.
-pub(crate) fn count(py: Python<'_>, v: &Bound<'_, PyAny>) -> PyResult<usize> {
+pub(crate) fn count(v: &Bound<'_, PyAny>) -> PyResult<usize> {
     if v.is_instance_of::<PyBool>() || !v.is_instance_of::<PyInt>() {
         return Err(wrong_type("n", "an int", v));
     }
     match v.extract::<i64>() {
         Ok(n) if (0..=MAX_BATCH as i64).contains(&n) => Ok(n as usize),
-        _ => {
-            let _ = py;
-            Err(PyValueError::new_err(format!(
-                "n = {v} is out of range: expected 0 to {MAX_BATCH} ids per call"
-            )))
-        }
+        _ => Err(PyValueError::new_err(format!(
+            "n = {v} is out of range: expected 0 to {MAX_BATCH} ids per call"
+        ))),
     }
 }
 
@@ -73,20 +70,34 @@ fn whole<T: TryFrom<i128> + Copy>(
 /// `datetime.timedelta`. Negative, infinite and NaN durations are refused.
 pub(crate) fn duration(py: Python<'_>, name: &str, v: &Bound<'_, PyAny>) -> PyResult<Duration> {
     if v.is_instance_of::<PyBool>() {
-        return Err(wrong_type(name, "seconds (int or float), a str like \"30s\" or a timedelta", v));
+        return Err(wrong_type(
+            name,
+            "seconds (int or float), a str like \"30s\" or a timedelta",
+            v,
+        ));
     }
     let seconds = if let Ok(s) = v.cast::<PyString>() {
         let s = s.to_cow()?;
-        return cosid::config::parse_duration(name, &s).map_err(|e| error(py, "CONFIG", e.to_string()));
+        return cosid::config::parse_duration(name, &s)
+            .map_err(|e| error(py, "CONFIG", e.to_string()));
     } else if v.is_instance_of::<PyInt>() || v.is_instance_of::<PyFloat>() {
         v.extract::<f64>()?
     } else if v.is_instance(&py.import("datetime")?.getattr("timedelta")?)? {
         v.call_method0("total_seconds")?.extract::<f64>()?
     } else {
-        return Err(wrong_type(name, "seconds (int or float), a str like \"30s\" or a timedelta", v));
+        return Err(wrong_type(
+            name,
+            "seconds (int or float), a str like \"30s\" or a timedelta",
+            v,
+        ));
     };
-    if !seconds.is_finite() || seconds < 0.0 || seconds > 1e9 {
-        return Err(config(py, name, v, "a finite, non-negative number of seconds"));
+    if !seconds.is_finite() || !(0.0..=1e9).contains(&seconds) {
+        return Err(config(
+            py,
+            name,
+            v,
+            "a finite, non-negative number of seconds",
+        ));
     }
     Ok(Duration::from_secs_f64(seconds))
 }
@@ -100,7 +111,11 @@ pub(crate) fn layout(py: Python<'_>, v: &Bound<'_, PyAny>) -> PyResult<Layout> {
         return cosid::config::parse_layout("layout", &s.to_cow()?)
             .map_err(|e| error(py, "CONFIG", e.to_string()));
     }
-    Err(wrong_type("layout", "a str (\"millis\", \"seconds\", \"js-safe\") or a cosid.Layout", v))
+    Err(wrong_type(
+        "layout",
+        "a str (\"millis\", \"seconds\", \"js-safe\") or a cosid.Layout",
+        v,
+    ))
 }
 
 /// The keyword arguments of `configure()` and `Runtime()`; `None` leaves a setting as the environment has it.
@@ -160,7 +175,8 @@ impl Settings<'_> {
         if let Some(v) = &self.backwards_wait {
             c.waits.backwards = duration(py, "backwards_wait", v)?;
         }
-        c.validate().map_err(|e| error(py, "CONFIG", e.to_string()))?;
+        c.validate()
+            .map_err(|e| error(py, "CONFIG", e.to_string()))?;
         cosid::lease::Namespace::new(c.namespace.clone())
             .map_err(|e| crate::errors::from_core(py, &cosid::Error::Namespace(e)))?;
         Ok(c)

@@ -52,7 +52,12 @@ pub(crate) fn closed(py: Python<'_>, why: impl Into<String>) -> PyErr {
 }
 
 /// `CONFIG`: a setting with a wrong value (a `ValueError` too).
-pub(crate) fn config(py: Python<'_>, setting: &str, value: impl std::fmt::Display, expected: &str) -> PyErr {
+pub(crate) fn config(
+    py: Python<'_>,
+    setting: &str,
+    value: impl std::fmt::Display,
+    expected: &str,
+) -> PyErr {
     error(
         py,
         "CONFIG",

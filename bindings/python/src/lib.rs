@@ -98,7 +98,7 @@ fn next_id_slow(py: Python<'_>) -> PyResult<u64> {
 /// One call reserves up to a whole millisecond's sequence at once.
 #[pyfunction]
 fn next_ids<'py>(py: Python<'py>, n: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
-    let n = args::count(py, n)?;
+    let n = args::count(n)?;
     process::check_pid(py);
     loop {
         let rt = process::current(py)?;
@@ -113,7 +113,7 @@ fn next_ids<'py>(py: Python<'py>, n: &Bound<'py, PyAny>) -> PyResult<Bound<'py, 
 /// Like ``next_ids``, as an ``array.array('Q')``: cheaper per id for large batches (no int object per id).
 #[pyfunction]
 fn next_ids_array<'py>(py: Python<'py>, n: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
-    let n = args::count(py, n)?;
+    let n = args::count(n)?;
     process::check_pid(py);
     loop {
         let rt = process::current(py)?;
@@ -209,7 +209,11 @@ fn _decompose(
 /// The friendly form of an id, ``yyyyMMddHHmmssSSS-slot-sequence`` (UTC).
 #[pyfunction]
 #[pyo3(signature = (id, layout = None))]
-fn to_friendly(py: Python<'_>, id: &Bound<'_, PyAny>, layout: Option<&Bound<'_, PyAny>>) -> PyResult<String> {
+fn to_friendly(
+    py: Python<'_>,
+    id: &Bound<'_, PyAny>,
+    layout: Option<&Bound<'_, PyAny>>,
+) -> PyResult<String> {
     let id = Id::from_u64(args::id(py, id)?);
     layout_or_default(py, layout)?
         .to_friendly(id)
@@ -219,7 +223,11 @@ fn to_friendly(py: Python<'_>, id: &Bound<'_, PyAny>, layout: Option<&Bound<'_, 
 /// Reads the friendly form strictly (only what ``to_friendly`` writes).
 #[pyfunction]
 #[pyo3(signature = (text, layout = None))]
-fn from_friendly(py: Python<'_>, text: &Bound<'_, PyAny>, layout: Option<&Bound<'_, PyAny>>) -> PyResult<u64> {
+fn from_friendly(
+    py: Python<'_>,
+    text: &Bound<'_, PyAny>,
+    layout: Option<&Bound<'_, PyAny>>,
+) -> PyResult<u64> {
     let text = args::text("text", text)?;
     layout_or_default(py, layout)?
         .parse_friendly(&text)

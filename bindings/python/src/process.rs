@@ -25,7 +25,8 @@ static CURRENT: ArcSwapOption<Runtime> = ArcSwapOption::const_empty();
 /// The pid that started `CURRENT`: a slow-path check for a fork that skipped `os.register_at_fork`.
 static CURRENT_PID: AtomicU32 = AtomicU32::new(0);
 /// Serializes starting, reconfiguring and shutting down the process-wide runtime. Replaced after fork.
-static START: LazyLock<ArcSwap<Mutex<()>>> = LazyLock::new(|| ArcSwap::from_pointee(Mutex::new(())));
+static START: LazyLock<ArcSwap<Mutex<()>>> =
+    LazyLock::new(|| ArcSwap::from_pointee(Mutex::new(())));
 /// The configuration from `cosid.configure()`; `None` reads the `COSID_*` environment at start.
 static CONFIG: ArcSwapOption<Config> = ArcSwapOption::const_empty();
 /// Set by the `atexit` hook: no runtime may start after it.
@@ -67,7 +68,10 @@ fn start_lock() -> Arc<Mutex<()>> {
 }
 
 fn exiting_error(py: Python<'_>) -> PyErr {
-    closed(py, "the interpreter is exiting; cosid runtimes were shut down by the atexit hook")
+    closed(
+        py,
+        "the interpreter is exiting; cosid runtimes were shut down by the atexit hook",
+    )
 }
 
 /// The process-wide runtime, started on first use (the GIL is released while it starts).
@@ -97,10 +101,7 @@ pub(crate) fn current(py: Python<'_>) -> PyResult<Arc<Runtime>> {
                 Err(e) => return Ok(Err(e)),
             },
         };
-        let rt = match builder
-            .subscribe(|e| deliver(Target::Process, e))
-            .build()
-        {
+        let rt = match builder.subscribe(|e| deliver(Target::Process, e)).build() {
             Ok(rt) => Arc::new(rt),
             Err(e) => return Ok(Err(e)),
         };

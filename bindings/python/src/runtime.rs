@@ -92,8 +92,12 @@ impl PyRuntime {
     }
 
     /// ``n`` ids (``0 <= n <= 10_000_000``), in increasing order, as a list of ints.
-    fn next_ids<'py>(&self, py: Python<'py>, n: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
-        let n = args::count(py, n)?;
+    fn next_ids<'py>(
+        &self,
+        py: Python<'py>,
+        n: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let n = args::count(n)?;
         let rt = self.runtime(py)?;
         let ids = py
             .detach(|| rt.next_ids(n))
@@ -102,8 +106,12 @@ impl PyRuntime {
     }
 
     /// Like ``next_ids``, as an ``array.array('Q')``.
-    fn next_ids_array<'py>(&self, py: Python<'py>, n: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
-        let n = args::count(py, n)?;
+    fn next_ids_array<'py>(
+        &self,
+        py: Python<'py>,
+        n: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let n = args::count(n)?;
         let rt = self.runtime(py)?;
         let ids = py
             .detach(|| rt.next_ids(n))
