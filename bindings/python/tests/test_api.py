@@ -338,3 +338,22 @@ def test_every_public_function_has_a_docstring() -> None:
             assert inspect.getdoc(obj), name
     for name in ("next_id", "next_ids", "next_ids_array", "shutdown", "status", "on_event", "parse"):
         assert inspect.getdoc(getattr(cosid.Runtime, name, None) or getattr(cosid, name)), name
+
+
+def test_the_stubs_match_the_native_module() -> None:
+    import ast
+    from pathlib import Path
+
+    from cosid import _cosid
+
+    stub = ast.parse((Path(cosid.__file__).parent / "_cosid.pyi").read_text())
+    stubbed = {n.name for n in stub.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+    stubbed |= {n.target.id for n in stub.body if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name)}
+    native = {n for n in dir(_cosid) if not n.startswith("__")} | {"__version__"}
+    assert stubbed - {"_Duration", "_LayoutLike"} == native
+    for cls in ("Layout", "Runtime"):
+        node = next(n for n in stub.body if isinstance(n, ast.ClassDef) and n.name == cls)
+        methods = {m.name for m in node.body if isinstance(m, ast.FunctionDef)}
+        real = {m for m in dir(getattr(_cosid, cls)) if not m.startswith("__")}
+        assert real <= methods, real - methods
+    assert (Path(cosid.__file__).parent / "py.typed").exists()
