@@ -72,9 +72,11 @@ pub(crate) fn status_dict<'py>(py: Python<'py>, s: &Status) -> PyResult<Bound<'p
 /// ``COSID_*`` environment. Safe from any number of threads, and in forked children (each gets its own slot).
 #[pyfunction]
 fn next_id(py: Python<'_>) -> PyResult<u64> {
-    if let Some(rt) = process::loaded().as_deref() {
-        if let Some(id) = rt.try_next_id() {
-            return Ok(id.as_u64());
+    if !process::forked() {
+        if let Some(rt) = process::loaded().as_deref() {
+            if let Some(id) = rt.try_next_id() {
+                return Ok(id.as_u64());
+            }
         }
     }
     next_id_slow(py)
@@ -82,7 +84,7 @@ fn next_id(py: Python<'_>) -> PyResult<u64> {
 
 #[cold]
 fn next_id_slow(py: Python<'_>) -> PyResult<u64> {
-    process::check_pid(py);
+    process::check_fork(py);
     loop {
         let rt = process::current(py)?;
         match py.detach(|| rt.next_id()) {
@@ -99,7 +101,7 @@ fn next_id_slow(py: Python<'_>) -> PyResult<u64> {
 #[pyfunction]
 fn next_ids<'py>(py: Python<'py>, n: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
     let n = args::count(n)?;
-    process::check_pid(py);
+    process::check_fork(py);
     loop {
         let rt = process::current(py)?;
         match py.detach(|| rt.next_ids(n)) {
@@ -114,7 +116,7 @@ fn next_ids<'py>(py: Python<'py>, n: &Bound<'py, PyAny>) -> PyResult<Bound<'py, 
 #[pyfunction]
 fn next_ids_array<'py>(py: Python<'py>, n: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
     let n = args::count(n)?;
-    process::check_pid(py);
+    process::check_fork(py);
     loop {
         let rt = process::current(py)?;
         match py.detach(|| rt.next_ids(n)) {
@@ -157,21 +159,21 @@ fn configure<'py>(
         backwards_wait,
     }
     .config(py)?;
-    process::check_pid(py);
+    process::check_fork(py);
     process::configure(py, config)
 }
 
 /// Shuts the process-wide runtime down (see ``cosid.shutdown``).
 #[pyfunction]
 fn shutdown(py: Python<'_>) -> PyResult<Option<u64>> {
-    process::check_pid(py);
+    process::check_fork(py);
     process::shutdown_current(py)
 }
 
 /// The process-wide runtime's status as a dict, starting it if needed.
 #[pyfunction]
 fn _status<'py>(py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-    process::check_pid(py);
+    process::check_fork(py);
     let rt = process::current(py)?;
     status_dict(py, &rt.status())
 }
@@ -270,6 +272,7 @@ fn _at_exit(py: Python<'_>) {
 
 #[pymodule(gil_used = true)]
 fn _cosid(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    process::install_fork_handler();
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("MAX_BATCH", args::MAX_BATCH)?;
     m.add_class::<PyLayout>()?;

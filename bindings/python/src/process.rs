@@ -17,13 +17,14 @@ use arc_swap::{ArcSwap, ArcSwapOption};
 use cosid::{Builder, Config, Runtime};
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, LazyLock, Mutex, PoisonError, Weak};
 
 /// The process-wide runtime, once started.
 static CURRENT: ArcSwapOption<Runtime> = ArcSwapOption::const_empty();
-/// The pid that started `CURRENT`: a slow-path check for a fork that skipped `os.register_at_fork`.
-static CURRENT_PID: AtomicU32 = AtomicU32::new(0);
+/// Set in a child by a `pthread_atfork` handler on every `fork()`, including those that skip Python's fork hooks
+/// (a C extension's, or uWSGI's without `py-call-osafterfork`). The fast paths check it: one relaxed load.
+static FORKED: AtomicBool = AtomicBool::new(false);
 /// Serializes starting, reconfiguring and shutting down the process-wide runtime. Replaced after fork.
 static START: LazyLock<ArcSwap<Mutex<()>>> =
     LazyLock::new(|| ArcSwap::from_pointee(Mutex::new(())));
@@ -105,7 +106,6 @@ pub(crate) fn current(py: Python<'_>) -> PyResult<Arc<Runtime>> {
             Ok(rt) => Arc::new(rt),
             Err(e) => return Ok(Err(e)),
         };
-        CURRENT_PID.store(std::process::id(), Ordering::Release);
         CURRENT.store(Some(rt.clone()));
         Ok(Ok(rt))
     });
@@ -131,12 +131,39 @@ pub(crate) fn loaded() -> arc_swap::Guard<Option<Arc<Runtime>>> {
     CURRENT.load()
 }
 
-/// The slow path's guard against a fork that `os.register_at_fork` did not see (a C extension's `fork()`).
-pub(crate) fn check_pid(py: Python<'_>) {
-    let pid = CURRENT_PID.load(Ordering::Acquire);
-    if pid != 0 && pid != std::process::id() {
+/// Whether this process forked since the runtimes were last abandoned (the fast paths' check).
+#[inline]
+pub(crate) fn forked() -> bool {
+    FORKED.load(Ordering::Relaxed)
+}
+
+/// The slow paths' handling of a fork that Python's fork hooks did not see.
+pub(crate) fn check_fork(py: Python<'_>) {
+    if FORKED.load(Ordering::Acquire) {
         after_fork_in_child(py);
     }
+}
+
+extern "C" fn child_after_fork() {
+    // Async-signal-safe: one atomic store, nothing else, as a fork handler must.
+    FORKED.store(true, Ordering::SeqCst);
+}
+
+/// Registers the `pthread_atfork` child handler, once per process.
+pub(crate) fn install_fork_handler() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        // SAFETY: `pthread_atfork` only records the function pointers; `child_after_fork` is a plain `extern "C"`
+        // function with no captured state that stays valid for the life of the process (the extension module is
+        // never unloaded), and it does one atomic store, which is async-signal-safe in a forked child.
+        let rc = unsafe { libc::pthread_atfork(None, None, Some(child_after_fork)) };
+        if rc != 0 {
+            tracing::warn!(
+                rc,
+                "cosid: pthread_atfork failed; fork safety relies on os.register_at_fork alone"
+            );
+        }
+    });
 }
 
 /// Replaces the configuration of the process-wide runtime and shuts down the running one (if any), so that the
@@ -226,7 +253,7 @@ impl Cell {
 /// first use.
 pub(crate) fn after_fork_in_child(_py: Python<'_>) {
     START.store(Arc::new(Mutex::new(())));
-    CURRENT_PID.store(0, Ordering::Release);
+    FORKED.store(false, Ordering::Release);
     if let Some(rt) = CURRENT.swap(None) {
         abandon(rt);
     }
@@ -250,7 +277,7 @@ pub(crate) fn after_fork_in_child(_py: Python<'_>) {
 /// The `atexit` hook: no new runtime from now on; shut down the process-wide runtime and every explicit one, so
 /// their slots are released with their exact last timestamps.
 pub(crate) fn at_exit(py: Python<'_>) {
-    check_pid(py);
+    check_fork(py);
     EXITING.store(true, Ordering::Release);
     let cells: Vec<Arc<Cell>> = {
         let mut reg = REGISTRY.lock().unwrap_or_else(PoisonError::into_inner);

@@ -19,8 +19,8 @@ pub(crate) struct PyRuntime {
 
 impl PyRuntime {
     fn runtime(&self, py: Python<'_>) -> PyResult<Arc<Runtime>> {
+        process::check_fork(py);
         if self.cell.pid != std::process::id() {
-            // A fork that os.register_at_fork did not see.
             self.cell.abandon();
         }
         self.cell
@@ -80,9 +80,11 @@ impl PyRuntime {
     /// Issues one id. Waits (with the GIL released) when the current millisecond's sequence is used up or the
     /// lease window needs a renewal; raises a ``CosidError`` subclass when it cannot issue.
     fn next_id(&self, py: Python<'_>) -> PyResult<u64> {
-        if let Some(rt) = self.cell.runtime.load().as_deref() {
-            if let Some(id) = rt.try_next_id() {
-                return Ok(id.as_u64());
+        if !process::forked() {
+            if let Some(rt) = self.cell.runtime.load().as_deref() {
+                if let Some(id) = rt.try_next_id() {
+                    return Ok(id.as_u64());
+                }
             }
         }
         let rt = self.runtime(py)?;

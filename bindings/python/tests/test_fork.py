@@ -186,3 +186,40 @@ def test_grandchildren_get_their_own_slots(store: str) -> None:
         mine, theirs = map(int, f.read().split())
     os.waitpid(pid, 0)
     assert len({cosid.status().slot, mine, theirs}) == 3
+
+
+def test_a_fork_that_skips_pythons_fork_hooks(store: str) -> None:
+    """A fork() from C that runs no Python fork hook (uWSGI without py-call-osafterfork, a C extension): the
+    pthread_atfork handler still stops the child from issuing on the parent's lease."""
+    import ctypes
+
+    cosid.configure(store=store, namespace="raw-fork")
+    rt = cosid.Runtime(store=store, namespace="raw-fork")
+    parent_ids = cosid.next_ids(100) + [rt.next_id()]
+    parent_slots = {cosid.status().slot, rt.status().slot}
+    raw_fork = ctypes.PyDLL(None).fork  # PyDLL keeps the GIL held across the call, as a C caller would
+    read, write = os.pipe()
+    pid = raw_fork()
+    if pid == 0:
+        code = 1
+        try:
+            os.close(read)
+            ids = [cosid.next_id() for _ in range(100)]
+            try:
+                rt.next_id()
+                explicit = "issued"
+            except cosid.ClosedError:
+                explicit = "closed"
+            os.write(write, pickle.dumps((cosid.status().slot, explicit, ids)))
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(write)
+    with os.fdopen(read, "rb") as f:
+        slot, explicit, ids = pickle.loads(f.read())
+    os.waitpid(pid, 0)
+    assert slot not in parent_slots
+    assert {cosid.parse(i).slot for i in ids} == {slot}
+    assert explicit == "closed"
+    assert not set(ids) & set(parent_ids + cosid.next_ids(100))
+    rt.shutdown()
