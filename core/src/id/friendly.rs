@@ -88,7 +88,7 @@ impl Layout {
                 found: s.split('-').count(),
             });
         };
-        let timestamp_ms = parse_timestamp(stamp)?;
+        let timestamp = parse_timestamp(stamp)?;
         let slot_offset = stamp.len() + 1;
         let sequence_offset = slot_offset + slot.len() + 1;
         let slot = parse_canonical_u64(slot, "slot", slot_offset)?;
@@ -96,7 +96,9 @@ impl Layout {
 
         let first_ms = self.epoch_ms();
         let last_ms = self.tick_start_ms(self.max_tick());
-        if timestamp_ms < first_ms || timestamp_ms > last_ms {
+        // Before 1970 is out of range for every layout, even one whose epoch is 0.
+        let timestamp_ms = u64::try_from(timestamp).unwrap_or(0);
+        if timestamp < 0 || timestamp_ms < first_ms || timestamp_ms > last_ms {
             return Err(IdError::TimestampOutOfRange {
                 timestamp_ms,
                 first_ms,
@@ -115,8 +117,8 @@ impl Layout {
     }
 }
 
-/// Reads `yyyyMMddHHmmssSSS` as UTC into Unix milliseconds (0 for anything before 1970, which no layout reaches).
-fn parse_timestamp(stamp: &str) -> Result<u64, IdError> {
+/// Reads `yyyyMMddHHmmssSSS` as UTC into Unix milliseconds (negative before 1970).
+fn parse_timestamp(stamp: &str) -> Result<i128, IdError> {
     if let Some((position, found)) = stamp.char_indices().find(|&(_, c)| !c.is_ascii_digit()) {
         return Err(IdError::InvalidCharacter {
             part: PART,
@@ -148,5 +150,34 @@ fn parse_timestamp(stamp: &str) -> Result<u64, IdError> {
     let nanos = PrimitiveDateTime::new(date, time)
         .assume_utc()
         .unix_timestamp_nanos();
-    Ok(u64::try_from(nanos / 1_000_000).unwrap_or(0))
+    Ok(nanos.div_euclid(1_000_000))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::id::Tick;
+
+    /// Found by the `id_text` fuzz target: dates before 1970 read as 1970-01-01 under an epoch-0 layout.
+    #[test]
+    fn dates_before_1970_are_out_of_range_even_for_an_epoch_0_layout() {
+        let l = Layout::new(0, Tick::Millisecond, 43, 10, 10).unwrap();
+        for text in ["19300101000000000-0-0", "19691231235959999-0-0"] {
+            assert!(
+                matches!(
+                    l.parse_friendly(text),
+                    Err(IdError::TimestampOutOfRange {
+                        timestamp_ms: 0,
+                        ..
+                    })
+                ),
+                "{text}: {:?}",
+                l.parse_friendly(text)
+            );
+        }
+        assert_eq!(
+            l.parse_friendly("19700101000000000-0-0"),
+            Ok(Id::from_u64(0))
+        );
+    }
 }
