@@ -20,3 +20,12 @@ cargo clippy -p cosid -p cosid-cli --all-targets --all-features -- -D warnings
 
 step "rust: core and cli tests, every store against its real server"
 cargo test -p cosid -p cosid-cli --all-features
+
+step "C ABI: libcosid, header, C tests (plain, sanitizers, valgrind), install and example"
+COSID_C_NO_BENCH=1 bash .ci/c.sh
+
+step "Node package"
+bash .ci/node.sh
+
+step "chaos: real Redis under faults, and the negative control"
+bash .ci/chaos.sh
