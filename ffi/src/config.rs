@@ -330,10 +330,8 @@ pub unsafe extern "C" fn cosid_config_subscribe(
         // SAFETY: `config` is not NULL and is a live config that no other call uses now (the caller's contract).
         let config = unsafe { &mut *config };
         // SAFETY: the caller promises the callback's rules and userdata's lifetime.
-        config
-            .settings
-            .listeners
-            .push(unsafe { listener(callback, userdata) });
+        let listener = unsafe { listener(callback, userdata) };
+        config.settings.listeners.push(listener);
         Ok(())
     })
 }
