@@ -33,7 +33,7 @@ static void on_event(void *userdata, const cosid_event *e) {
 
 /* In a fresh child: the first call reads the environment; a bad value is reported and the next call retries. */
 static void environment(void) {
-    pid_t pid = fork();
+    pid_t pid = t_fork();
     if (pid == 0) {
         setenv("COSID_TTL", "soon", 1);
         uint64_t id = 5;
@@ -58,7 +58,7 @@ static uint32_t child_slot(int normal_exit) {
     if (pipe(p) != 0) {
         exit(2);
     }
-    pid_t pid = fork();
+    pid_t pid = t_fork();
     if (pid == 0) {
         close(p[0]);
         uint64_t id;

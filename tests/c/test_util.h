@@ -70,8 +70,10 @@ static inline const char *t_last_error(void) {
         }                                                                                \
     } while (0)
 
-/* Clears the COSID_* variables a developer may have set, and points COSID_STORE at a fresh SQLite file. */
+/* Clears the COSID_* variables a developer may have set, and points COSID_STORE at a fresh SQLite file. Arms a
+ * watchdog: a test that hangs fails instead of holding up the whole run. */
 static inline void t_setup(void) {
+    alarm(300);
     static const char *vars[] = {"COSID_STORE", "COSID_NAMESPACE", "COSID_LAYOUT", "COSID_TTL",
                                  "COSID_TOLERANCE", "COSID_BITS", "COSID_OWNER_KEY", "COSID_PREFERRED_SLOT",
                                  "COSID_ACQUIRE_TIMEOUT", "COSID_MAX_WAIT", "COSID_BACKWARDS_WAIT",
@@ -151,6 +153,19 @@ static inline void t_sleep_ms(long ms) {
     struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
     while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
     }
+}
+
+/* fork(), after letting the process's threads finish starting: under AddressSanitizer a fork while another thread
+ * is inside the allocator (as a thread is while it starts) leaves the allocator's lock held in the child; glibc's
+ * malloc guards against that, GCC 12's sanitizer allocator does not. The child gets its own watchdog (alarms are
+ * not inherited). */
+static inline pid_t t_fork(void) {
+    t_sleep_ms(100);
+    pid_t pid = fork();
+    if (pid == 0) {
+        alarm(60);
+    }
+    return pid;
 }
 
 #endif
