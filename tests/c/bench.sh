@@ -16,7 +16,7 @@ cc -std=c11 -O2 -Wall -Wextra -Werror -pedantic -I"$root/include" "$here/bench.c
 cargo bench -q -p cosid-ffi --bench rust_next_id --no-run 2>/dev/null
 "$out/bench" "$seconds" | tee "$out/bench-c.txt"
 cargo bench -q -p cosid-ffi --bench rust_next_id -- "$seconds" | tee "$out/bench-rust.txt"
-# The difference of the burst means: what a C call costs beyond a Rust call.
-c=$(awk '/cosid_next_id .*burst/ {print $(NF-4)}' "$out/bench-c.txt")
-r=$(awk '/Runtime::next_id .*burst/ {print $(NF-4)}' "$out/bench-rust.txt")
-awk -v c="$c" -v r="$r" 'BEGIN { printf "C cosid_next_id() costs %+.2f ns/id beside Runtime::next_id (burst means: %.2f vs %.2f)\n", c - r, c, r }'
+# The difference in bursts: what a C call costs beyond a Rust call (means, and medians of the per-burst figures).
+awk '/cosid_next_id .*burst/ {cm=$(NF-4); cmed=$(NF-1)} END {print cm, cmed}' "$out/bench-c.txt" > "$out/bench-c.fig"
+awk '/Runtime::next_id .*burst/ {rm=$(NF-4); rmed=$(NF-1)} END {print rm, rmed}' "$out/bench-rust.txt" > "$out/bench-rust.fig"
+paste "$out/bench-c.fig" "$out/bench-rust.fig" | awk '{ printf "C cosid_next_id() costs %+.2f ns/id (mean) and %+.2f ns/id (median) beside Runtime::next_id\n", $1 - $3, $2 - $4 }'
