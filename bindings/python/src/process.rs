@@ -75,6 +75,11 @@ fn exiting_error(py: Python<'_>) -> PyErr {
     )
 }
 
+thread_local! {
+    /// Set while this thread starts the process-wide runtime (and delivers its first events).
+    static STARTING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
 /// The process-wide runtime, started on first use (the GIL is released while it starts).
 pub(crate) fn current(py: Python<'_>) -> PyResult<Arc<Runtime>> {
     if let Some(rt) = CURRENT.load_full() {
@@ -82,6 +87,12 @@ pub(crate) fn current(py: Python<'_>) -> PyResult<Arc<Runtime>> {
     }
     if EXITING.load(Ordering::Acquire) {
         return Err(exiting_error(py));
+    }
+    if STARTING.with(std::cell::Cell::get) {
+        return Err(PyRuntimeError::new_err(
+            "cosid: the process-wide runtime is starting on this thread (this is an event callback for its first \
+             ACQUIRED event); it cannot issue ids before it has started",
+        ));
     }
     let lock = start_lock();
     let config = CONFIG.load_full();
@@ -102,7 +113,10 @@ pub(crate) fn current(py: Python<'_>) -> PyResult<Arc<Runtime>> {
                 Err(e) => return Ok(Err(e)),
             },
         };
-        let rt = match builder.subscribe(|e| deliver(Target::Process, e)).build() {
+        STARTING.with(|s| s.set(true));
+        let built = builder.subscribe(|e| deliver(Target::Process, e)).build();
+        STARTING.with(|s| s.set(false));
+        let rt = match built {
             Ok(rt) => Arc::new(rt),
             Err(e) => return Ok(Err(e)),
         };

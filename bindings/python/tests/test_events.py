@@ -121,3 +121,19 @@ def test_on_event_refuses_non_callables(store: str) -> None:
         cosid.on_event(5)  # type: ignore[arg-type]
     with cosid.Runtime(store=store) as rt, pytest.raises(TypeError, match="callable"):
         rt.on_event("nope")  # type: ignore[arg-type]
+
+
+def test_issuing_from_the_first_acquired_callback_is_refused_not_deadlocked(store: str) -> None:
+    outcome: List[object] = []
+
+    @cosid.on_event
+    def on(event: cosid.Event) -> None:
+        if event.name == "ACQUIRED" and not outcome:
+            try:
+                outcome.append(cosid.next_id())
+            except RuntimeError as e:
+                outcome.append(e)
+
+    cosid.configure(store=store, namespace="reentrant")
+    assert cosid.next_id() > 0
+    assert len(outcome) == 1 and isinstance(outcome[0], RuntimeError) and "starting" in str(outcome[0])
