@@ -80,6 +80,17 @@ thread_local! {
     static STARTING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
+/// Refuses to reconfigure or shut down the process-wide runtime from the callback of its own start (this thread
+/// holds the start lock that those calls take).
+fn not_starting(what: &str) -> PyResult<()> {
+    if STARTING.with(std::cell::Cell::get) {
+        return Err(PyRuntimeError::new_err(format!(
+            "cosid: {what} cannot be called from an event callback while the process-wide runtime starts"
+        )));
+    }
+    Ok(())
+}
+
 /// The process-wide runtime, started on first use (the GIL is released while it starts).
 pub(crate) fn current(py: Python<'_>) -> PyResult<Arc<Runtime>> {
     if let Some(rt) = CURRENT.load_full() {
@@ -184,6 +195,7 @@ pub(crate) fn install_fork_handler() {
 /// next id comes from a runtime with the new settings.
 pub(crate) fn configure(py: Python<'_>, config: Config) -> PyResult<()> {
     not_on_keeper("configure()")?;
+    not_starting("configure()")?;
     let lock = start_lock();
     let config = Arc::new(config);
     let old = py.detach(move || {
@@ -211,6 +223,7 @@ pub(crate) fn configured() -> Result<Config, cosid::Error> {
 /// millisecond used, if any id was issued.
 pub(crate) fn shutdown_current(py: Python<'_>) -> PyResult<Option<u64>> {
     not_on_keeper("shutdown()")?;
+    not_starting("shutdown()")?;
     let lock = start_lock();
     Ok(py.detach(move || {
         let _guard = lock.lock().unwrap_or_else(PoisonError::into_inner);

@@ -129,11 +129,13 @@ def test_issuing_from_the_first_acquired_callback_is_refused_not_deadlocked(stor
     @cosid.on_event
     def on(event: cosid.Event) -> None:
         if event.name == "ACQUIRED" and not outcome:
-            try:
-                outcome.append(cosid.next_id())
-            except RuntimeError as e:
-                outcome.append(e)
+            for call in (cosid.next_id, cosid.shutdown, lambda: cosid.configure(store=store)):
+                try:
+                    outcome.append(call())
+                except RuntimeError as e:
+                    outcome.append(e)
 
     cosid.configure(store=store, namespace="reentrant")
     assert cosid.next_id() > 0
-    assert len(outcome) == 1 and isinstance(outcome[0], RuntimeError) and "starting" in str(outcome[0])
+    assert len(outcome) == 3 and all(isinstance(o, RuntimeError) for o in outcome), outcome
+    assert "starting" in str(outcome[0]) and "starts" in str(outcome[1]) and "starts" in str(outcome[2])
