@@ -28,5 +28,6 @@ fi
 
 # From the tests' folder, so `import cosid` is the installed package and never the source tree.
 cd "$root/bindings/python"
-"$venv/bin/python" -m pytest -q -p no:cacheprovider tests
+# A deadlock must fail the run, not hang it: the suite takes seconds.
+timeout 900 "$venv/bin/python" -m pytest -q -p no:cacheprovider -o faulthandler_timeout=300 tests
 "$venv/bin/python" bench.py --quick

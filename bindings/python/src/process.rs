@@ -99,6 +99,13 @@ pub(crate) fn current(py: Python<'_>) -> PyResult<Arc<Runtime>> {
     if EXITING.load(Ordering::Acquire) {
         return Err(exiting_error(py));
     }
+    if std::thread::current().name() == Some(KEEPER_THREAD) {
+        // The start lock may be held by a thread that is waiting for this one (configure() joining its keeper).
+        return Err(PyRuntimeError::new_err(
+            "cosid: an event callback cannot start the process-wide runtime (it is not running: shut down, \
+             reconfigured, or never started); take ids from it outside callbacks",
+        ));
+    }
     if STARTING.with(std::cell::Cell::get) {
         return Err(PyRuntimeError::new_err(
             "cosid: the process-wide runtime is starting on this thread (this is an event callback for its first \

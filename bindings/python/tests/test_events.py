@@ -139,3 +139,22 @@ def test_issuing_from_the_first_acquired_callback_is_refused_not_deadlocked(stor
     assert cosid.next_id() > 0
     assert len(outcome) == 3 and all(isinstance(o, RuntimeError) for o in outcome), outcome
     assert "starting" in str(outcome[0]) and "starts" in str(outcome[1]) and "starts" in str(outcome[2])
+
+
+def test_a_callback_taking_ids_while_configure_replaces_the_runtime(store: str) -> None:
+    """configure() joins the old runtime's thread, whose RELEASED callback asks for an id: refused, no deadlock."""
+    outcome: List[object] = []
+
+    @cosid.on_event
+    def on(event: cosid.Event) -> None:
+        if event.name == "RELEASED":
+            try:
+                outcome.append(cosid.next_id())
+            except (RuntimeError, cosid.CosidError) as e:
+                outcome.append(e)
+
+    cosid.configure(store=store, namespace="replace")
+    cosid.next_id()
+    cosid.configure(store=store, namespace="replace", ttl=20)
+    assert len(outcome) == 1 and isinstance(outcome[0], RuntimeError), outcome
+    assert cosid.next_id() > 0
