@@ -30,12 +30,34 @@ impl PyLayout {
     #[pyo3(signature = (*, epoch_ms = Layout::DEFAULT_EPOCH_MS, tick = "millisecond", timestamp_bits = 41, slot_bits = 10, sequence_bits = 12))]
     fn new(
         py: Python<'_>,
-        epoch_ms: u64,
+        epoch_ms: i128,
         tick: &str,
-        timestamp_bits: u8,
-        slot_bits: u8,
-        sequence_bits: u8,
+        timestamp_bits: i64,
+        slot_bits: i64,
+        sequence_bits: i64,
     ) -> PyResult<Self> {
+        let range = |field: &str, value: String, expected: &str| {
+            error(
+                py,
+                "LAYOUT",
+                format!("invalid {field} = {value}: expected {expected}"),
+            )
+        };
+        let epoch_ms = u64::try_from(epoch_ms).map_err(|_| {
+            range(
+                "epoch_ms",
+                epoch_ms.to_string(),
+                "Unix milliseconds, 0 or more",
+            )
+        })?;
+        let bits = |field: &str, v: i64| {
+            u8::try_from(v).map_err(|_| range(field, v.to_string(), "1 to 61 bits"))
+        };
+        let (timestamp_bits, slot_bits, sequence_bits) = (
+            bits("timestamp_bits", timestamp_bits)?,
+            bits("slot_bits", slot_bits)?,
+            bits("sequence_bits", sequence_bits)?,
+        );
         let tick = match tick {
             "millisecond" | "ms" | "millis" => Tick::Millisecond,
             "second" | "s" | "seconds" => Tick::Second,

@@ -295,6 +295,7 @@ def test_layout_presets_and_properties() -> None:
 @pytest.mark.parametrize(
     "kwargs",
     [{"slot_bits": 0}, {"timestamp_bits": 50, "slot_bits": 10, "sequence_bits": 12}, {"tick": "minute"},
+     {"slot_bits": -1}, {"sequence_bits": 300}, {"epoch_ms": -5},
      {"epoch_ms": 1_577_203_200_001, "tick": "second", "timestamp_bits": 31, "sequence_bits": 22}],
 )
 def test_bad_layouts_raise_layout_error(kwargs: dict) -> None:
