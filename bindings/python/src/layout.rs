@@ -27,7 +27,7 @@ fn tick_name(t: Tick) -> &'static str {
 #[pymethods]
 impl PyLayout {
     #[new]
-    #[pyo3(signature = (*, epoch_ms = Layout::DEFAULT_EPOCH_MS, tick = "millisecond", timestamp_bits = 41, slot_bits = 10, sequence_bits = 12))]
+    #[pyo3(signature = (*, epoch_ms = Layout::DEFAULT_EPOCH_MS as i128, tick = "millisecond", timestamp_bits = 41, slot_bits = 10, sequence_bits = 12))]
     fn new(
         py: Python<'_>,
         epoch_ms: i128,
