@@ -286,6 +286,7 @@ fn negative_control(
     let mut detected = 0u32;
     let mut insane = 0u32;
     let mut overlapped = 0u32;
+    let (mut restores_total, mut restores_detected) = (0u32, 0u32);
     let mut rows = Vec::new();
     for r in 0..rounds {
         let mut s = base.clone();
@@ -309,20 +310,29 @@ fn negative_control(
         };
         let a = check::analyze(&logs, &cosid::Layout::millis());
         let _ = std::fs::write(s.dir.join("report.txt"), check::report(&s.dir, &logs, &a));
-        let ages: Vec<&str> = logs
-            .nemesis
+        let restores: Vec<String> = a
+            .restores
             .iter()
-            .filter(|l| l.name == "RESTORE")
-            .filter_map(|l| l.get("age"))
+            .map(|x| {
+                restores_total += 1;
+                if x.detected() {
+                    restores_detected += 1;
+                }
+                format!(
+                    "{} ms old: {}",
+                    x.age_ms,
+                    if x.detected() { "caught" } else { "missed" }
+                )
+            })
             .collect();
         if !a.overlaps.is_empty() {
             overlapped += 1;
         }
         let row = format!(
-            "round {r}: seed {:>20}  copies restored {} ({} ms old)  acked {:>7}  duplicated {:>5}  alarms {:>3}  overlapping windows {:>3}  out of window {:>5}  -> {}",
+            "round {r}: seed {:>20}  copies restored {} ({})  acked {:>7}  duplicated {:>5}  alarms {:>3}  overlapping windows {:>3}  out of window {:>5}  -> {}",
             s.seed,
-            ages.len(),
-            ages.join(", "),
+            restores.len(),
+            restores.join(", "),
             a.acknowledged,
             a.duplicate_copies,
             a.regressions(),
@@ -344,7 +354,8 @@ fn negative_control(
     let rate = f64::from(detected) / f64::from(rounds.max(1));
     let summary = format!(
         "negative control: detected (duplicates or the store-regression alarm) in {detected} of {rounds} rounds: \
-         detection rate {:.0} %; the checker also saw overlapping windows in {overlapped} of {rounds}; logs in {}",
+         detection rate {:.0} %; restores caught: {restores_detected} of {restores_total}; the checker also saw \
+         overlapping windows in {overlapped} of {rounds} rounds; logs in {}",
         rate * 100.0,
         parent.display()
     );

@@ -20,6 +20,28 @@ pub struct Duplicate {
     pub id: u64,
     /// The incarnations that acknowledged it (one name per copy).
     pub holders: Vec<String>,
+    /// When the last copy was acknowledged (wall ms).
+    pub last_ack: u64,
+}
+
+/// One restore of an older copy of the store's data (the negative control), and what followed it before the next.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Restore {
+    /// When (wall ms).
+    pub at: u64,
+    /// How old the copy was (ms).
+    pub age_ms: u64,
+    /// Duplicated ids whose last copy was acknowledged after this restore and before the next.
+    pub duplicates: u64,
+    /// `StoreRegression` events in the same time.
+    pub alarms: u64,
+}
+
+impl Restore {
+    /// Whether this restore's lost writes were seen.
+    pub fn detected(&self) -> bool {
+        self.duplicates > 0 || self.alarms > 0
+    }
 }
 
 /// An id outside every window its holder was granted.
@@ -91,6 +113,8 @@ pub struct Analysis {
     pub strays: Vec<Stray>,
     /// Overlapping windows of different leases.
     pub overlaps: Vec<Overlap>,
+    /// The negative control's restores.
+    pub restores: Vec<Restore>,
     /// Event counts over all incarnations, by name.
     pub events: BTreeMap<String, u64>,
     /// Refused id calls, by error code.
@@ -216,7 +240,7 @@ pub fn analyze(logs: &RunLogs, layout: &Layout) -> Analysis {
     }
 
     // Windows, and the checks on every id.
-    let mut all: Vec<(u64, u32)> = Vec::new();
+    let mut all: Vec<(u64, u32, u64)> = Vec::new();
     let mut windows: Vec<(usize, Window)> = Vec::new();
     let mut acks_by_slot: BTreeMap<u32, Vec<u64>> = BTreeMap::new();
     let mut ids_by_slot: BTreeMap<u32, u64> = BTreeMap::new();
@@ -276,7 +300,7 @@ pub fn analyze(logs: &RunLogs, layout: &Layout) -> Analysis {
         let mut bad_ack_time = 0u64;
         for &(id, at) in &inc.ids {
             a.acknowledged += 1;
-            all.push((id, h as u32));
+            all.push((id, h as u32, at));
             if at < started || at > ended.saturating_add(1_000) {
                 bad_ack_time += 1;
             }
@@ -324,11 +348,42 @@ pub fn analyze(logs: &RunLogs, layout: &Layout) -> Analysis {
                 id: all[i].0,
                 holders: all[i..j]
                     .iter()
-                    .map(|&(_, h)| logs.incarnations[h as usize].name())
+                    .map(|&(_, h, _)| logs.incarnations[h as usize].name())
                     .collect(),
+                last_ack: all[i..j].iter().map(|&(_, _, at)| at).max().unwrap_or(0),
             });
         }
         i = j;
+    }
+
+    // The negative control's restores, and what each was followed by.
+    let restores: Vec<(u64, u64)> = logs
+        .nemesis
+        .iter()
+        .filter(|l| l.name == "RESTORE")
+        .map(|l| (l.at, l.num("age").unwrap_or(0)))
+        .collect();
+    let alarms: Vec<u64> = logs
+        .incarnations
+        .iter()
+        .flat_map(|inc| inc.events.iter())
+        .filter(|l| l.name == "STORE_REGRESSION")
+        .map(|l| l.at)
+        .collect();
+    for (k, &(at, age_ms)) in restores.iter().enumerate() {
+        let until = restores.get(k + 1).map_or(u64::MAX, |r| r.0);
+        let within = |t: u64| t >= at && t < until;
+        a.restores.push(Restore {
+            at,
+            age_ms,
+            duplicates: a
+                .duplicates
+                .iter()
+                .filter(|d| within(d.last_ack))
+                .map(|d| d.holders.len() as u64 - 1)
+                .sum(),
+            alarms: alarms.iter().filter(|&&t| within(t)).count() as u64,
+        });
     }
 
     // Overlapping windows of different leases on one slot.
@@ -409,7 +464,7 @@ pub fn analyze(logs: &RunLogs, layout: &Layout) -> Analysis {
         .nemesis
         .iter()
         .filter(|l| {
-            matches!(l.name.as_str(), "FAULT" | "RESTORE") && l.at + 15_000 >= lo && l.at <= hi
+            matches!(l.name.as_str(), "FAULT" | "RESTORE") && l.at + 5_000 >= lo && l.at <= hi
         })
         .map(|l| {
             format!(

@@ -89,6 +89,16 @@ pub fn report(dir: &Path, logs: &RunLogs, a: &Analysis) -> String {
             o.slot, o.first, o.second
         );
     }
+    for r in &a.restores {
+        let _ = writeln!(
+            s,
+            "  restore of a copy {} ms old at +{:.1} s: {} duplicated, {} alarms before the next restore",
+            r.age_ms,
+            r.at.saturating_sub(info.num::<u64>("measure_from").unwrap_or(r.at)) as f64 / 1000.0,
+            r.duplicates,
+            r.alarms
+        );
+    }
     let _ = writeln!(s, "refused id calls (by error code)");
     for (k, v) in &a.refused {
         let _ = writeln!(s, "  {k:<22} {v:>9}");
