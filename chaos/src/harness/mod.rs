@@ -1,11 +1,15 @@
 //! The harness: starts Redis and the workers, lets the nemesis loose, stops everything in order, and leaves the
 //! logs for the checker.
 
+mod faults;
+mod negative;
+
 use crate::logs::{self, wall_ms, Line, LineWriter, RunInfo};
-use crate::nemesis::{Fault, Kind, Nemesis};
+use crate::nemesis::{Kind, Nemesis};
 use crate::redis_server::{RedisServer, Stop};
 use cosid::lease::Namespace;
 use cosid::store::{LeaseStore, RedisStore};
+use negative::Rollback;
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use std::io::{self, Write};
@@ -60,23 +64,6 @@ enum Heal {
     RedisStart,
     /// The end of a `CLIENT PAUSE` (for the log: Redis ends it by itself).
     PauseEnd,
-}
-
-/// The negative control's plan, repeated while the round lasts: copy the data, kill a lease holder, put the copy
-/// back some seconds later.
-#[derive(Debug, Clone, Copy)]
-enum Rollback {
-    /// The next copy is taken at this time.
-    Waiting { copy_at: Instant },
-    /// A copy was taken; it is put back at `restore_at`. `killed`: the holder was killed (retried until then).
-    Copied {
-        copied_at: Instant,
-        restore_at: Instant,
-        killed: bool,
-        next_try: Instant,
-    },
-    /// No time left in the round for another cycle.
-    Done,
 }
 
 struct Run<'a> {
@@ -317,51 +304,6 @@ impl Run<'_> {
         Ok(())
     }
 
-    /// One step of the negative control's cycle.
-    fn roll_back(&mut self, rb: Rollback, now: Instant, end: Instant) -> io::Result<Rollback> {
-        Ok(match rb {
-            Rollback::Waiting { copy_at } if now >= copy_at => {
-                // Older than a lease (ttl + tolerance) plus the time a waiting worker needs to take over the slot
-                // of the holder killed right after the copy: the lost writes then include a change of owner.
-                let age = self.nemesis.range_ms(6_000..=10_000);
-                if now + age + Duration::from_secs(3) > end {
-                    return Ok(Rollback::Done);
-                }
-                self.snapshot();
-                Rollback::Copied {
-                    copied_at: now,
-                    restore_at: now + age,
-                    killed: self.kill_a_holder(),
-                    next_try: now + Duration::from_millis(500),
-                }
-            }
-            Rollback::Copied {
-                copied_at,
-                restore_at,
-                killed,
-                next_try,
-            } => {
-                if now >= restore_at {
-                    self.restore(now - copied_at)?;
-                    Rollback::Waiting {
-                        copy_at: now + self.nemesis.range_ms(2_000..=4_000),
-                    }
-                } else if !killed && now >= next_try && now + Duration::from_secs(5) < restore_at {
-                    // Redis was down (a restart fault): find the holder again.
-                    Rollback::Copied {
-                        copied_at,
-                        restore_at,
-                        killed: self.kill_a_holder(),
-                        next_try: now + Duration::from_millis(500),
-                    }
-                } else {
-                    rb
-                }
-            }
-            other => other,
-        })
-    }
-
     fn position(&self, worker: usize) -> usize {
         self.workers
             .iter()
@@ -375,273 +317,6 @@ impl Run<'_> {
             Some(stdin) => stdin.write_all(text.as_bytes()),
             None => Err(io::Error::other("the worker's input is closed")),
         }
-    }
-
-    fn inject(&mut self, f: Fault) {
-        let now = wall_ms();
-        let mut line = Line::new(now, "FAULT").field("kind", f.kind);
-        if let Some(w) = f.worker {
-            let i = self.position(w);
-            line = line
-                .field("worker", w)
-                .field("inc", self.workers[i].incarnation);
-        }
-        let result = match f.kind {
-            Kind::Pause => {
-                let i = self.position(f.worker.expect("worker fault"));
-                line = line.field("duration", f.duration.as_millis());
-                let r = signal(&self.workers[i].child, Signal::SIGSTOP);
-                if r.is_ok() {
-                    self.workers[i].stopped = true;
-                    let (worker, incarnation) =
-                        (self.workers[i].index, self.workers[i].incarnation);
-                    self.heals.push((
-                        Instant::now() + f.duration,
-                        Heal::Cont {
-                            worker,
-                            incarnation,
-                        },
-                    ));
-                }
-                r
-            }
-            Kind::Kill => self.kill_and_restart(f.worker.expect("worker fault")),
-            Kind::ClockAhead | Kind::ClockBehind => {
-                let w = f.worker.expect("worker fault");
-                line = line
-                    .field("offset", f.offset_ms)
-                    .field("duration", f.duration.as_millis());
-                let r = self.send(w, &format!("offset {}\n", f.offset_ms));
-                if r.is_ok() {
-                    let i = self.position(w);
-                    self.workers[i].shifted = true;
-                    let incarnation = self.workers[i].incarnation;
-                    self.heals.push((
-                        Instant::now() + f.duration,
-                        Heal::ClockReset {
-                            worker: w,
-                            incarnation,
-                        },
-                    ));
-                }
-                r
-            }
-            Kind::RedisTerm | Kind::RedisKill => {
-                line = line.field("downtime", f.duration.as_millis());
-                let how = if f.kind == Kind::RedisTerm {
-                    Stop::Term
-                } else {
-                    Stop::Kill
-                };
-                let r = self.redis.stop(how);
-                if r.is_ok() {
-                    self.heals
-                        .push((Instant::now() + f.duration, Heal::RedisStart));
-                }
-                r
-            }
-            Kind::ClientPause => {
-                line = line.field("duration", f.duration.as_millis());
-                let r = self.redis.pause_clients(f.duration.as_millis() as u64);
-                if r.is_ok() {
-                    self.heals
-                        .push((Instant::now() + f.duration, Heal::PauseEnd));
-                }
-                r
-            }
-            Kind::DropConnections => self.redis.kill_clients().map(|n| {
-                line = line.clone().field("dropped", n);
-            }),
-        };
-        match result {
-            Ok(()) => self.note(line),
-            Err(e) => self.note(
-                Line::new(now, "FAULT_FAILED")
-                    .field("kind", f.kind)
-                    .reason(e),
-            ),
-        }
-    }
-
-    fn kill_and_restart(&mut self, worker: usize) -> io::Result<()> {
-        let i = self.position(worker);
-        signal(&self.workers[i].child, Signal::SIGKILL)?;
-        self.workers[i].child.wait()?;
-        let inc = self.workers[i].incarnation;
-        // A pending SIGCONT or clock reset was for the dead process.
-        self.heals.retain(|(_, h)| match h {
-            Heal::Cont {
-                worker: w,
-                incarnation,
-            }
-            | Heal::ClockReset {
-                worker: w,
-                incarnation,
-            } => !(*w == worker && *incarnation == inc),
-            _ => true,
-        });
-        let fresh = self.spawn(worker)?;
-        self.workers[i] = fresh;
-        Ok(())
-    }
-
-    fn heal(&mut self, h: Heal) {
-        let now = wall_ms();
-        let (line, result) = match h {
-            Heal::Cont {
-                worker,
-                incarnation,
-            } => {
-                let i = self.position(worker);
-                let r = if self.workers[i].incarnation == incarnation {
-                    self.workers[i].stopped = false;
-                    signal(&self.workers[i].child, Signal::SIGCONT)
-                } else {
-                    Ok(())
-                };
-                (
-                    Line::new(now, "HEAL")
-                        .field("kind", "sigcont")
-                        .field("worker", worker)
-                        .field("inc", incarnation),
-                    r,
-                )
-            }
-            Heal::ClockReset {
-                worker,
-                incarnation,
-            } => {
-                let i = self.position(worker);
-                let r = if self.workers[i].incarnation == incarnation {
-                    self.workers[i].shifted = false;
-                    self.send(worker, "offset 0\n")
-                } else {
-                    Ok(())
-                };
-                (
-                    Line::new(now, "HEAL")
-                        .field("kind", "clock-reset")
-                        .field("worker", worker)
-                        .field("inc", incarnation),
-                    r,
-                )
-            }
-            Heal::RedisStart => {
-                let r = self.redis.start();
-                if r.is_err() {
-                    // Never leave the store down for the rest of the run: try again shortly.
-                    self.heals
-                        .push((Instant::now() + Duration::from_secs(1), Heal::RedisStart));
-                }
-                (Line::new(now, "HEAL").field("kind", "redis-start"), r)
-            }
-            Heal::PauseEnd => (
-                Line::new(now, "HEAL").field("kind", "client-unpause"),
-                Ok(()),
-            ),
-        };
-        match result {
-            Ok(()) => self.note(line),
-            Err(e) => self.note(line.reason(format!("failed: {e}"))),
-        }
-    }
-
-    /// Undoes every pending fault at once (the end of the run).
-    fn heal_all(&mut self) {
-        // A failed Redis start schedules itself again: a few passes, a second apart.
-        for _ in 0..5 {
-            let pending: Vec<Heal> = self.heals.drain(..).map(|(_, h)| h).collect();
-            if pending.is_empty() {
-                break;
-            }
-            for h in pending {
-                self.heal(h);
-            }
-            if !self.heals.is_empty() {
-                std::thread::sleep(Duration::from_secs(1));
-            }
-        }
-        let _ = self.redis.unpause_clients();
-    }
-
-    fn snapshot(&mut self) {
-        let to = self.s.dir.join("snapshot");
-        match self.redis.snapshot(&to) {
-            Ok(()) => self.note(Line::new(wall_ms(), "SNAPSHOT")),
-            Err(e) => self.note(Line::new(wall_ms(), "SNAPSHOT_FAILED").reason(e)),
-        }
-    }
-
-    /// The negative control's own fault, right after the copy is taken: `SIGKILL` the holder of a slot, so a
-    /// waiting worker takes the slot over before the copy is put back. A copy that lost only renewals of the same
-    /// holders is mostly harmless (each holder renews in place at once); one that lost a change of owner is the
-    /// failover that must be caught.
-    fn kill_a_holder(&mut self) -> bool {
-        let holders: Vec<usize> = match self.inspect() {
-            Ok(state) => state
-                .split(',')
-                .filter_map(|w| w.rsplit_once(":chaos-w")?.1.parse().ok())
-                .filter(|&w| w < self.workers.len())
-                .collect(),
-            Err(e) => {
-                self.note(
-                    Line::new(wall_ms(), "FAULT_FAILED")
-                        .field("kind", Kind::Kill)
-                        .reason(e),
-                );
-                return false;
-            }
-        };
-        if holders.is_empty() {
-            self.note(
-                Line::new(wall_ms(), "FAULT_FAILED")
-                    .field("kind", Kind::Kill)
-                    .reason("no slot is held: no holder to kill"),
-            );
-            return false;
-        }
-        let pick = self
-            .nemesis
-            .range_ms(0..=holders.len() as u64 - 1)
-            .as_millis() as usize;
-        let w = holders[pick];
-        let inc = self.workers[self.position(w)].incarnation;
-        let line = Line::new(wall_ms(), "FAULT")
-            .field("kind", Kind::Kill)
-            .field("worker", w)
-            .field("inc", inc)
-            .reason("negative control: a lease holder, right after the copy");
-        match self.kill_and_restart(w) {
-            Ok(()) => {
-                self.note(line);
-                true
-            }
-            Err(e) => {
-                self.note(
-                    Line::new(wall_ms(), "FAULT_FAILED")
-                        .field("kind", Kind::Kill)
-                        .reason(e),
-                );
-                false
-            }
-        }
-    }
-
-    /// The failover that loses the last writes: crash Redis, put the older copy back, start it.
-    fn restore(&mut self, age: Duration) -> io::Result<()> {
-        // A restart fault may have Redis down right now: its pending start is done here instead.
-        self.heals.retain(|(_, h)| *h != Heal::RedisStart);
-        self.redis.stop(Stop::Kill)?;
-        let from = self.s.dir.join("snapshot");
-        match self.redis.restore(&from) {
-            Ok(()) => self.note(Line::new(wall_ms(), "RESTORE").field("age", age.as_millis())),
-            Err(e) => self.note(Line::new(wall_ms(), "RESTORE_FAILED").reason(&e)),
-        }
-        self.redis.start().or_else(|e| {
-            self.note(Line::new(wall_ms(), "RESTART_FAILED").reason(&e));
-            std::thread::sleep(Duration::from_secs(1));
-            self.redis.start()
-        })
     }
 
     /// Asks every worker to stop (it releases its slot), then kills those that do not within 10 s.

@@ -1,0 +1,198 @@
+//! Injecting the nemesis' faults, and undoing them.
+
+use super::{signal, Heal, Run};
+use crate::logs::{wall_ms, Line};
+use crate::nemesis::{Fault, Kind};
+use crate::redis_server::Stop;
+use nix::sys::signal::Signal;
+use std::io;
+use std::time::{Duration, Instant};
+
+impl Run<'_> {
+    pub(super) fn inject(&mut self, f: Fault) {
+        let now = wall_ms();
+        let mut line = Line::new(now, "FAULT").field("kind", f.kind);
+        if let Some(w) = f.worker {
+            let i = self.position(w);
+            line = line
+                .field("worker", w)
+                .field("inc", self.workers[i].incarnation);
+        }
+        let result = match f.kind {
+            Kind::Pause => {
+                let i = self.position(f.worker.expect("worker fault"));
+                line = line.field("duration", f.duration.as_millis());
+                let r = signal(&self.workers[i].child, Signal::SIGSTOP);
+                if r.is_ok() {
+                    self.workers[i].stopped = true;
+                    let (worker, incarnation) =
+                        (self.workers[i].index, self.workers[i].incarnation);
+                    self.heals.push((
+                        Instant::now() + f.duration,
+                        Heal::Cont {
+                            worker,
+                            incarnation,
+                        },
+                    ));
+                }
+                r
+            }
+            Kind::Kill => self.kill_and_restart(f.worker.expect("worker fault")),
+            Kind::ClockAhead | Kind::ClockBehind => {
+                let w = f.worker.expect("worker fault");
+                line = line
+                    .field("offset", f.offset_ms)
+                    .field("duration", f.duration.as_millis());
+                let r = self.send(w, &format!("offset {}\n", f.offset_ms));
+                if r.is_ok() {
+                    let i = self.position(w);
+                    self.workers[i].shifted = true;
+                    let incarnation = self.workers[i].incarnation;
+                    self.heals.push((
+                        Instant::now() + f.duration,
+                        Heal::ClockReset {
+                            worker: w,
+                            incarnation,
+                        },
+                    ));
+                }
+                r
+            }
+            Kind::RedisTerm | Kind::RedisKill => {
+                line = line.field("downtime", f.duration.as_millis());
+                let how = if f.kind == Kind::RedisTerm {
+                    Stop::Term
+                } else {
+                    Stop::Kill
+                };
+                let r = self.redis.stop(how);
+                if r.is_ok() {
+                    self.heals
+                        .push((Instant::now() + f.duration, Heal::RedisStart));
+                }
+                r
+            }
+            Kind::ClientPause => {
+                line = line.field("duration", f.duration.as_millis());
+                let r = self.redis.pause_clients(f.duration.as_millis() as u64);
+                if r.is_ok() {
+                    self.heals
+                        .push((Instant::now() + f.duration, Heal::PauseEnd));
+                }
+                r
+            }
+            Kind::DropConnections => self.redis.kill_clients().map(|n| {
+                line = line.clone().field("dropped", n);
+            }),
+        };
+        match result {
+            Ok(()) => self.note(line),
+            Err(e) => self.note(
+                Line::new(now, "FAULT_FAILED")
+                    .field("kind", f.kind)
+                    .reason(e),
+            ),
+        }
+    }
+
+    pub(super) fn kill_and_restart(&mut self, worker: usize) -> io::Result<()> {
+        let i = self.position(worker);
+        signal(&self.workers[i].child, Signal::SIGKILL)?;
+        self.workers[i].child.wait()?;
+        let inc = self.workers[i].incarnation;
+        // A pending SIGCONT or clock reset was for the dead process.
+        self.heals.retain(|(_, h)| match h {
+            Heal::Cont {
+                worker: w,
+                incarnation,
+            }
+            | Heal::ClockReset {
+                worker: w,
+                incarnation,
+            } => !(*w == worker && *incarnation == inc),
+            _ => true,
+        });
+        let fresh = self.spawn(worker)?;
+        self.workers[i] = fresh;
+        Ok(())
+    }
+
+    pub(super) fn heal(&mut self, h: Heal) {
+        let now = wall_ms();
+        let (line, result) = match h {
+            Heal::Cont {
+                worker,
+                incarnation,
+            } => {
+                let i = self.position(worker);
+                let r = if self.workers[i].incarnation == incarnation {
+                    self.workers[i].stopped = false;
+                    signal(&self.workers[i].child, Signal::SIGCONT)
+                } else {
+                    Ok(())
+                };
+                (
+                    Line::new(now, "HEAL")
+                        .field("kind", "sigcont")
+                        .field("worker", worker)
+                        .field("inc", incarnation),
+                    r,
+                )
+            }
+            Heal::ClockReset {
+                worker,
+                incarnation,
+            } => {
+                let i = self.position(worker);
+                let r = if self.workers[i].incarnation == incarnation {
+                    self.workers[i].shifted = false;
+                    self.send(worker, "offset 0\n")
+                } else {
+                    Ok(())
+                };
+                (
+                    Line::new(now, "HEAL")
+                        .field("kind", "clock-reset")
+                        .field("worker", worker)
+                        .field("inc", incarnation),
+                    r,
+                )
+            }
+            Heal::RedisStart => {
+                let r = self.redis.start();
+                if r.is_err() {
+                    // Never leave the store down for the rest of the run: try again shortly.
+                    self.heals
+                        .push((Instant::now() + Duration::from_secs(1), Heal::RedisStart));
+                }
+                (Line::new(now, "HEAL").field("kind", "redis-start"), r)
+            }
+            Heal::PauseEnd => (
+                Line::new(now, "HEAL").field("kind", "client-unpause"),
+                Ok(()),
+            ),
+        };
+        match result {
+            Ok(()) => self.note(line),
+            Err(e) => self.note(line.reason(format!("failed: {e}"))),
+        }
+    }
+
+    /// Undoes every pending fault at once (the end of the run).
+    pub(super) fn heal_all(&mut self) {
+        // A failed Redis start schedules itself again: a few passes, a second apart.
+        for _ in 0..5 {
+            let pending: Vec<Heal> = self.heals.drain(..).map(|(_, h)| h).collect();
+            if pending.is_empty() {
+                break;
+            }
+            for h in pending {
+                self.heal(h);
+            }
+            if !self.heals.is_empty() {
+                std::thread::sleep(Duration::from_secs(1));
+            }
+        }
+        let _ = self.redis.unpause_clients();
+    }
+}
