@@ -11,6 +11,7 @@
 mod analyze;
 mod report;
 mod selftest;
+mod zombies;
 
 pub use analyze::{analyze, Analysis};
 pub use report::report;
