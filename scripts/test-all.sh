@@ -29,3 +29,6 @@ bash .ci/node.sh
 
 step "chaos: real Redis under faults, and the negative control"
 bash .ci/chaos.sh
+
+step "fuzz: every target over its corpus, libFuzzer runs, the C API under sanitizers"
+bash .ci/fuzz.sh

@@ -8,8 +8,8 @@ use cosid::clock::ManualClock;
 use cosid::lease::{AcquireRequest, Namespace, NamespaceConfig, Owner, SlotLease, SlotRecord};
 use cosid::store::{LeaseStore, SqliteStore};
 use rusqlite::types::Value;
+use std::cell::Cell;
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use uuid::Uuid;
 
@@ -181,31 +181,34 @@ pub fn sqlite_records(data: &[u8]) {
     });
 }
 
-/// Calls made and calls that succeeded, by kind, so that a run can show it reached past the decoding (the smoke
-/// test prints them).
-static CALLS: [AtomicU64; 4] = [const { AtomicU64::new(0) }; 4];
-static ACCEPTED: [AtomicU64; 4] = [const { AtomicU64::new(0) }; 4];
+thread_local! {
+    /// Calls made and calls that succeeded on this thread, by kind, so that a run can show it reached past the
+    /// decoding (the smoke test prints them).
+    static CALLS: [Cell<(u64, u64)>; 4] = const { [const { Cell::new((0, 0)) }; 4] };
+}
 const KINDS: [&str; 4] = ["inspect", "acquire", "renew", "release"];
 
 fn count(kind: usize, ok: bool) {
-    CALLS[kind].fetch_add(1, Ordering::Relaxed);
-    if ok {
-        ACCEPTED[kind].fetch_add(1, Ordering::Relaxed);
-    }
+    CALLS.with(|c| {
+        let (accepted, all) = c[kind].get();
+        c[kind].set((accepted + u64::from(ok), all + 1));
+    });
 }
 
-/// `inspect 12/40, acquire ...`: store calls that succeeded out of those made, since the last call of this.
+/// `inspect 12/40, acquire ...`: store calls on this thread that succeeded out of those made, since the last call
+/// of this.
 pub fn take_stats() -> String {
-    KINDS
-        .iter()
-        .enumerate()
-        .map(|(i, k)| {
-            let ok = ACCEPTED[i].swap(0, Ordering::Relaxed);
-            let all = CALLS[i].swap(0, Ordering::Relaxed);
-            format!("{k} {ok}/{all}")
-        })
-        .collect::<Vec<_>>()
-        .join(", ")
+    CALLS.with(|c| {
+        KINDS
+            .iter()
+            .zip(c)
+            .map(|(k, cell)| {
+                let (ok, all) = cell.take();
+                format!("{k} {ok}/{all}")
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    })
 }
 
 /// Runs `ops` against `store`, checking what the protocol promises of every answer that is not an error.
