@@ -24,6 +24,9 @@ cargo test -p cosid -p cosid-cli --all-features
 step "C ABI: libcosid, header, C tests (plain, sanitizers, valgrind), install and example"
 COSID_C_NO_BENCH=1 bash .ci/c.sh
 
+step "Python package"
+bash .ci/python.sh
+
 step "Node package"
 bash .ci/node.sh
 
