@@ -379,11 +379,14 @@ impl Generator {
     #[inline]
     fn tick_of(&self, now_ms: u64) -> u64 {
         let t = now_ms.saturating_sub(self.epoch_ms);
-        if self.tick_ms == 1 {
+        let tick = if self.tick_ms == 1 {
             t
         } else {
             t / self.tick_ms
-        }
+        };
+        // Past the layout's last tick every time reads as the tick after it, which no window allows: shifted into
+        // the word, a larger tick would lose its high bits and wrap to a tick already issued.
+        tick.min(self.layout.max_tick() + 1)
     }
 
     fn tick_start(&self, tick: u64) -> u64 {
@@ -440,4 +443,35 @@ pub struct Snapshot {
     pub last_issued_ms: Option<u64>,
     /// Whether issuing is stopped.
     pub closed: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::ManualClock;
+    use crate::id::Tick;
+
+    /// Found by tests/c/fuzz_api.c: with the clock past a layout's last tick, the tick wrapped in the word and the
+    /// same id came out twice.
+    #[test]
+    fn a_clock_past_the_layouts_last_tick_closes_the_window_instead_of_wrapping() {
+        let epoch = 1_349_340_157_629;
+        let layout = Layout::new(epoch, Tick::Millisecond, 1, 46, 13).unwrap();
+        let clock = ManualClock::new(epoch + 450_000_000_001);
+        let waits = Waits {
+            window: Duration::ZERO,
+            ..Waits::default()
+        };
+        let g = Generator::new(layout, Arc::new(clock), waits);
+        g.bind(Window {
+            slot: 0,
+            floor_ms: 0,
+            ceiling_ms: epoch + 900_000_000_000,
+        });
+        for _ in 0..3 {
+            assert!(matches!(g.next_id(), Err(Error::WindowClosed { .. })));
+        }
+        let mut out = [Id::from_u64(0); 2];
+        assert!(g.fill(&mut out).is_err());
+    }
 }
