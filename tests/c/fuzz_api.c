@@ -132,7 +132,18 @@ static unsigned long events;
 
 static void check_increasing(int r, const uint64_t *ids, size_t n) {
     for (size_t i = 0; i < n; i++) {
-        if (ids[i] <= last_id[r]) FAIL("runtime %d issued %" PRIu64 " after %" PRIu64, r, ids[i], last_id[r]);
+        if (ids[i] <= last_id[r]) {
+            struct cosid_layout l = {0, 0, 0, 0, 0};
+            struct cosid_status s;
+            memset(&s, 0, sizeof s);
+            cosid_runtime_layout(runtimes[r], &l);
+            cosid_runtime_status(runtimes[r], &s);
+            FAIL("runtime %d issued %" PRIu64 " after %" PRIu64 " (id %zu of %zu; layout epoch %" PRIu64
+                 " tick %u bits %u/%u/%u; slot %u fence %" PRIu64 " window (%" PRIu64 ", %" PRIu64
+                 "] state %u)",
+                 r, ids[i], last_id[r], i, n, l.epoch_ms, l.tick_ms, l.timestamp_bits, l.slot_bits,
+                 l.sequence_bits, s.slot, s.fence, s.floor_ms, s.ceiling_ms, (unsigned)s.state);
+        }
         last_id[r] = ids[i];
     }
 }
