@@ -88,7 +88,7 @@ impl Error {
                 StoreError::NamespaceMismatch { .. } => "NAMESPACE_MISMATCH",
                 StoreError::LeaseLost { .. } => "SLOT_LOST",
                 StoreError::Corrupt { .. } => "CORRUPT_RECORD",
-                StoreError::InvalidUrl { .. } => "CONFIG",
+                StoreError::InvalidUrl { .. } | StoreError::InvalidSettings { .. } => "CONFIG",
                 StoreError::Unavailable { .. } => "STORE_UNAVAILABLE",
                 _ => "STORE",
             },

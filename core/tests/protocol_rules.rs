@@ -1243,3 +1243,31 @@ fn stale_calls_never_touch_a_newer_lease() {
         );
     });
 }
+
+#[test]
+fn namespace_bits_out_of_range_are_refused_before_anything_is_written() {
+    use cosid::lease::protocol;
+    let ns = cosid::lease::Namespace::new("bits").unwrap();
+    for bits in [0u8, 32, 63, 64, 200] {
+        let config = cosid::lease::NamespaceConfig {
+            bits,
+            tolerance_ms: 1_000,
+        };
+        let err = protocol::check_namespace(&ns, None, &config).unwrap_err();
+        assert!(
+            matches!(err, cosid::store::StoreError::InvalidSettings { .. }),
+            "{bits}: {err}"
+        );
+        assert!(err.to_string().contains(&format!("bits = {bits}")), "{err}");
+    }
+    for bits in [1u8, 10, 31] {
+        let config = cosid::lease::NamespaceConfig {
+            bits,
+            tolerance_ms: 1_000,
+        };
+        assert_eq!(
+            protocol::check_namespace(&ns, None, &config).unwrap().bits,
+            bits
+        );
+    }
+}

@@ -9,6 +9,9 @@ use super::{
 };
 use crate::store::StoreError;
 
+/// The most slot bits a namespace may have (every store keeps slot numbers in 32 bits, and some in signed ones).
+pub const MAX_BITS: u8 = 31;
+
 /// What an acquisition writes and returns.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Grant {
@@ -26,6 +29,11 @@ pub fn check_namespace(
     stored: Option<NamespaceRecord>,
     config: &NamespaceConfig,
 ) -> Result<NamespaceRecord, StoreError> {
+    if !(1..=MAX_BITS).contains(&config.bits) {
+        return Err(StoreError::InvalidSettings {
+            detail: format!("bits = {}; expected 1 to {MAX_BITS}", config.bits),
+        });
+    }
     let Some(stored) = stored else {
         return Ok(NamespaceRecord {
             bits: config.bits,

@@ -101,6 +101,12 @@ pub enum StoreError {
         /// What is wrong with it.
         reason: String,
     },
+    /// The caller's namespace settings are out of range (a store refuses them before touching anything).
+    #[error("invalid namespace settings: {detail}")]
+    InvalidSettings {
+        /// What is out of range, and what was expected.
+        detail: String,
+    },
     /// Lowering a recorded `not_before` was refused.
     #[error("namespace {namespace:?} already has not_before = {stored}; refusing to lower it to {requested}")]
     NotBeforeLowered {
