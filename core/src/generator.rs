@@ -408,7 +408,11 @@ impl Generator {
             Some(d) => d / self.tick_ms + 1,
             None => 1,
         };
-        (lo, self.hi_end_of(window.ceiling_ms))
+        // A floor past the layout's last tick allows nothing; capped, `lo - 1` still fits the word's tick field.
+        (
+            lo.min(self.layout.max_tick() + 1),
+            self.hi_end_of(window.ceiling_ms),
+        )
     }
 
     fn hi_end_of(&self, ceiling_ms: u64) -> u64 {
@@ -473,5 +477,28 @@ mod tests {
         }
         let mut out = [Id::from_u64(0); 2];
         assert!(g.fill(&mut out).is_err());
+    }
+
+    /// A window whose floor lies past the layout's last tick allows no id, and binding it does not wrap the word.
+    #[test]
+    fn a_floor_past_the_layouts_last_tick_allows_nothing() {
+        let layout = Layout::new(0, Tick::Millisecond, 8, 2, 2).unwrap();
+        let clock = ManualClock::new(1_000);
+        let waits = Waits {
+            window: Duration::ZERO,
+            backwards: Duration::ZERO,
+        };
+        let g = Generator::new(layout, Arc::new(clock), waits);
+        g.bind(Window {
+            slot: 1,
+            floor_ms: 10_000,
+            ceiling_ms: 20_000,
+        });
+        assert!(
+            !g.is_closed(),
+            "binding must not set the CLOSED bit by overflow"
+        );
+        assert_eq!(g.snapshot().slot, 1);
+        assert!(g.next_id().is_err());
     }
 }
