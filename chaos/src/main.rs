@@ -145,6 +145,10 @@ fn main() -> ExitCode {
             workers,
             out,
         } => {
+            if let Err(e) = harness::handle_interrupts() {
+                eprintln!("cosid-chaos: cannot handle SIGINT and SIGTERM: {e}");
+                return ExitCode::from(2);
+            }
             let seed = seed.unwrap_or_else(random_seed);
             let out = out.unwrap_or_else(|| std::env::temp_dir().join("cosid-chaos"));
             if workers < 2 {
@@ -289,6 +293,10 @@ fn negative_control(
     let (mut restores_total, mut restores_detected) = (0u32, 0u32);
     let mut rows = Vec::new();
     for r in 0..rounds {
+        if harness::interrupted() {
+            println!("cosid-chaos: interrupted after {r} rounds");
+            return ExitCode::from(2);
+        }
         let mut s = base.clone();
         s.seed = base.seed.wrapping_add(u64::from(r));
         s.duration = per_round;

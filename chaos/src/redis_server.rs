@@ -7,6 +7,7 @@ use nix::unistd::Pid;
 use std::fs;
 use std::io;
 use std::net::TcpListener;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -83,6 +84,8 @@ impl RedisServer {
             // No background rewrite: the data folder then changes only by appends, so a copy of it is consistent.
             .args(["--auto-aof-rewrite-percentage", "0"])
             .args(["--daemonize", "no", "--protected-mode", "yes"])
+            // Out of the terminal's process group: Ctrl-C goes to the harness, which stops the server itself.
+            .process_group(0)
             .stdin(Stdio::null())
             .stdout(log.try_clone()?)
             .stderr(log)

@@ -463,6 +463,10 @@ pub fn analyze(logs: &RunLogs, layout: &Layout) -> Analysis {
             a.acknowledged
         ));
     }
+    if info.get("interrupted") == Some("true") {
+        a.sanity
+            .push("the run was interrupted (SIGINT or SIGTERM) before its end".into());
+    }
     if info.get("warm_up_ok") == Some("false") {
         a.sanity
             .push("the warm-up did not see every slot held".into());

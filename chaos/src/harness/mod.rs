@@ -13,8 +13,11 @@ use negative::Rollback;
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use std::io::{self, Write};
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Everything a run (or one negative-control round) needs.
@@ -78,6 +81,26 @@ struct Run<'a> {
     incarnations: Vec<usize>,
 }
 
+/// Set by `SIGINT` or `SIGTERM`: the run ends early, in order. A second `SIGINT` exits at once.
+static INTERRUPTED: std::sync::OnceLock<Arc<AtomicBool>> = std::sync::OnceLock::new();
+
+/// Makes `SIGINT` and `SIGTERM` end the run in order (heal, stop the workers, stop Redis, check) instead of
+/// leaving worker and Redis processes behind.
+pub fn handle_interrupts() -> io::Result<()> {
+    let flag = INTERRUPTED.get_or_init(Arc::default).clone();
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        // The first signal sets the flag; a second SIGINT, with the flag already set, exits with status 130.
+        signal_hook::flag::register_conditional_shutdown(sig, 130, flag.clone())?;
+        signal_hook::flag::register(sig, flag.clone())?;
+    }
+    Ok(())
+}
+
+/// Whether the run was interrupted.
+pub fn interrupted() -> bool {
+    INTERRUPTED.get().is_some_and(|f| f.load(Ordering::SeqCst))
+}
+
 fn signal(child: &Child, sig: Signal) -> io::Result<()> {
     kill(Pid::from_raw(child.id() as i32), sig)
         .map_err(|e| io::Error::other(format!("kill -{sig} {}: {e}", child.id())))
@@ -131,6 +154,7 @@ pub fn run(s: &Settings) -> io::Result<PathBuf> {
     let final_state = run.inspect();
     let _ = run.redis.stop(Stop::Term);
     info.set("measure_to", measure_to);
+    info.set("interrupted", interrupted());
     info.set("ended_at", wall_ms());
     info.set(
         "final_slots",
@@ -168,6 +192,9 @@ impl Run<'_> {
             .arg(dir.join(format!("{stem}.events")))
             .args(["--batch", &self.s.batch.to_string()])
             .args(["--pause-ms", &self.s.pause.as_millis().to_string()])
+            // A process group of its own: a terminal's Ctrl-C reaches the harness, which stops the workers in
+            // order, rather than killing them mid-write.
+            .process_group(0)
             .stdin(Stdio::piped())
             .stdout(Stdio::null())
             .stderr(stderr)
@@ -228,7 +255,7 @@ impl Run<'_> {
     fn warm_up(&mut self) -> bool {
         let slots = 1usize << self.s.bits;
         let deadline = Instant::now() + Duration::from_secs(30);
-        while Instant::now() < deadline {
+        while Instant::now() < deadline && !interrupted() {
             if let Ok(state) = self.inspect() {
                 let held = state.split(',').filter(|w| w.contains("chaos-w")).count();
                 if held >= slots {
@@ -275,7 +302,7 @@ impl Run<'_> {
         } else {
             Rollback::Done
         };
-        while Instant::now() < end {
+        while Instant::now() < end && !interrupted() {
             self.supervise();
             let now = Instant::now();
             let due: Vec<Heal> = self
