@@ -27,6 +27,22 @@ impl Owner {
             incarnation: Uuid::new_v4(),
         }
     }
+
+    /// An owner read back from a store's key and incarnation fields: both set, or both empty (no owner). Anything
+    /// else is refused with a description for the store's `Corrupt` error.
+    pub fn from_stored(
+        key: Option<String>,
+        incarnation: Option<String>,
+    ) -> Result<Option<Owner>, String> {
+        match (key, incarnation) {
+            (None, None) => Ok(None),
+            (Some(key), Some(inc)) => match inc.parse() {
+                Ok(incarnation) => Ok(Some(Owner { key, incarnation })),
+                Err(_) => Err(format!("incarnation {inc:?} is not a UUID")),
+            },
+            _ => Err("owner key and incarnation must be both set or both empty".into()),
+        }
+    }
 }
 
 /// The settings every instance of a namespace must agree on. They are recorded by the first instance; an

@@ -417,22 +417,7 @@ fn decode_slot(ns: &Namespace, mut row: Row) -> Result<SlotRecord, StoreError> {
     let key: Option<String> = take(&mut row, 1, ns, what, "owner_key")?;
     let incarnation: Option<String> = take(&mut row, 2, ns, what, "incarnation")?;
     let last_owner_key: Option<String> = take(&mut row, 3, ns, what, "last_owner_key")?;
-    let owner = match (key, incarnation) {
-        (None, None) => None,
-        (Some(key), Some(inc)) => Some(Owner {
-            key,
-            incarnation: inc
-                .parse()
-                .map_err(|_| corrupt(ns, what, format!("incarnation {inc:?} is not a UUID")))?,
-        }),
-        _ => {
-            return Err(corrupt(
-                ns,
-                what,
-                "owner key and incarnation must be both set or both empty",
-            ))
-        }
-    };
+    let owner = Owner::from_stored(key, incarnation).map_err(|d| corrupt(ns, what, d))?;
     Ok(SlotRecord {
         slot,
         owner,

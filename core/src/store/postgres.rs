@@ -410,22 +410,8 @@ fn decode_slot(ns: &Namespace, row: &Row) -> Result<SlotRecord, StoreError> {
             .map_err(|e| corrupt(ns, &what, format!("{field}: {}", describe(&e))))
     };
     let slot = u32::try_from(slot).map_err(|_| corrupt(ns, &what, "slot number out of range"))?;
-    let owner = match (text(1, "owner_key")?, text(2, "incarnation")?) {
-        (None, None) => None,
-        (Some(key), Some(inc)) => Some(Owner {
-            key,
-            incarnation: inc
-                .parse()
-                .map_err(|_| corrupt(ns, &what, format!("incarnation {inc:?} is not a UUID")))?,
-        }),
-        _ => {
-            return Err(corrupt(
-                ns,
-                &what,
-                "owner key and incarnation must be both set or both empty",
-            ))
-        }
-    };
+    let owner = Owner::from_stored(text(1, "owner_key")?, text(2, "incarnation")?)
+        .map_err(|d| corrupt(ns, &what, d))?;
     Ok(SlotRecord {
         slot,
         owner,

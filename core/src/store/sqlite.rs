@@ -206,22 +206,7 @@ fn decode_slot(ns: &Namespace, raw: RawSlot) -> Result<SlotRecord, StoreError> {
         raw;
     let what = format!("slot {slot}");
     let slot = u32::try_from(slot).map_err(|_| corrupt(ns, &what, "slot number out of range"))?;
-    let owner = match (key, incarnation) {
-        (None, None) => None,
-        (Some(key), Some(inc)) => Some(Owner {
-            key,
-            incarnation: inc
-                .parse()
-                .map_err(|_| corrupt(ns, &what, format!("incarnation {inc:?} is not a UUID")))?,
-        }),
-        _ => {
-            return Err(corrupt(
-                ns,
-                &what,
-                "owner key and incarnation must be both set or both empty",
-            ))
-        }
-    };
+    let owner = Owner::from_stored(key, incarnation).map_err(|d| corrupt(ns, &what, d))?;
     Ok(SlotRecord {
         slot,
         owner,
