@@ -53,18 +53,11 @@ pub fn start() -> Result<&'static Runtime, Error> {
         Some(c) => c.clone(),
         None => crate::args::env_settings()?,
     };
-    let rt = Builder::with_config(config).build()?;
-    rt.subscribe(EVENTS.listener());
-    // The keeper reported the acquisition before anyone could subscribe; tell the callbacks registered before
-    // the start about it, from the lease itself.
-    let s = rt.status();
-    EVENTS.dispatch(&cosid::Event::Acquired {
-        slot: s.slot,
-        fence: s.fence,
-        floor_ms: s.floor_ms,
-        ceiling_ms: s.ceiling_ms,
-        expires_at_ms: s.expires_at_ms,
-    });
+    // Subscribed before the start, so the callbacks see the start-up events too (ACQUIRED, and a
+    // DUPLICATE_OWNER_KEY or CLOCK_SKEW found then).
+    let rt = Builder::with_config(config)
+        .subscribe(EVENTS.listener())
+        .build()?;
     let rt = RUNTIME.get_or_init(|| Arc::new(rt));
     drop(configured);
     Ok(rt)
