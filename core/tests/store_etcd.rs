@@ -13,7 +13,8 @@ use cosid::store::{EtcdStore, LeaseStore, StoreError, StoreUrl};
 use std::sync::Arc;
 
 struct Etcd {
-    clock: ManualClock,
+    /// The store's clock: manual for the conformance suite, `None` (the host clock) for the runtime cases.
+    clock: Option<ManualClock>,
     store: Arc<EtcdStore>,
     url: String,
 }
@@ -48,7 +49,7 @@ impl conformance::Target for Etcd {
     }
 
     fn manual_clock(&self) -> Option<&ManualClock> {
-        Some(&self.clock)
+        self.clock.as_ref()
     }
 }
 
@@ -60,10 +61,35 @@ async fn target() -> Option<Etcd> {
             .await
             .unwrap(),
     );
-    Some(Etcd { clock, store, url })
+    Some(Etcd {
+        clock: Some(clock),
+        store,
+        url,
+    })
 }
 
 conformance::conformance_tests!(target());
+
+/// A target on the host clock, as a runtime's store runs.
+async fn on_host_clock(url: String) -> Etcd {
+    let store = EtcdStore::open(&endpoints(&url), Arc::new(cosid::clock::SystemClock))
+        .await
+        .unwrap();
+    Etcd {
+        clock: None,
+        store: Arc::new(store),
+        url,
+    }
+}
+
+conformance::runtime_tests! {
+    kind: "etcd",
+    url: conformance::server_url("COSID_TEST_ETCD_URL", ".ci/services/etcd.sh"),
+    target: on_host_clock,
+    // Port 1 on loopback: nothing listens there.
+    unreachable: "etcd://127.0.0.1:1",
+    shown: "127.0.0.1:1",
+}
 
 /// Puts `value` at `key` (relative to the namespace's prefix) with a client of its own, bypassing the store.
 async fn put_raw(url: &str, namespace: &Namespace, key: &str, value: &[u8]) {
@@ -306,159 +332,6 @@ async fn undecodable_values_and_stray_keys_are_corrupt_never_absent() {
             }
         }
     }
-}
-
-// ---------------------------------------------------------------------------------------------------------------
-// A runtime on etcd: the keeper against the real server, on the host clock.
-
-#[test]
-fn a_runtime_issues_ids_and_hands_its_last_timestamp_over_at_shutdown() {
-    let Some(url) = conformance::server_url("COSID_TEST_ETCD_URL", ".ci/services/etcd.sh") else {
-        return;
-    };
-    let name = format!("runtime-{}", uuid::Uuid::new_v4());
-    let rt = cosid::Runtime::builder()
-        .store(&url)
-        .namespace(&name)
-        .bits(4)
-        .build()
-        .unwrap();
-    let ids = rt.next_ids(10_000).unwrap();
-    assert!(ids.windows(2).all(|w| w[0] < w[1]), "ids strictly increase");
-    let status = rt.status();
-    assert_eq!((status.store, status.slot, status.fence), ("etcd", 0, 1));
-    let last = rt
-        .shutdown()
-        .expect("the first shutdown reports the last timestamp");
-
-    let tokio = tokio::runtime::Runtime::new().unwrap();
-    let seen = tokio.block_on(async {
-        let store = EtcdStore::open(&endpoints(&url), Arc::new(cosid::clock::SystemClock))
-            .await
-            .unwrap();
-        store.inspect(&Namespace::new(name).unwrap()).await.unwrap()
-    });
-    let slot = &seen.slots[0];
-    assert_eq!((slot.owner.as_ref(), slot.fence), (None, 2), "released");
-    assert_eq!(
-        slot.next_floor, last,
-        "the next holder starts after the last id"
-    );
-}
-
-#[test]
-fn a_record_taken_over_behind_the_runtimes_back_is_lost_and_replaced() {
-    let Some(url) = conformance::server_url("COSID_TEST_ETCD_URL", ".ci/services/etcd.sh") else {
-        return;
-    };
-    let name = format!("takeover-{}", uuid::Uuid::new_v4());
-    let lost = Arc::new(std::sync::Mutex::new(Vec::new()));
-    let rt = {
-        let lost = lost.clone();
-        cosid::Runtime::builder()
-            .store(&url)
-            .namespace(&name)
-            .bits(3)
-            .ttl(std::time::Duration::from_millis(600))
-            .tolerance(std::time::Duration::from_millis(200))
-            .subscribe(move |e| {
-                if let cosid::Event::SlotLost { slot, .. } = e {
-                    lost.lock().unwrap().push(*slot);
-                }
-            })
-            .build()
-            .unwrap()
-    };
-    let old = rt.status();
-    let mut ids = rt.next_ids(1_000).unwrap();
-
-    // Another holder, put straight into etcd: fence raised, window above the old one.
-    let ns = Namespace::new(name).unwrap();
-    let tokio = tokio::runtime::Runtime::new().unwrap();
-    let store = tokio.block_on(async {
-        EtcdStore::open(&endpoints(&url), Arc::new(cosid::clock::SystemClock))
-            .await
-            .unwrap()
-    });
-    let planted = tokio.block_on(async {
-        let seen = store.inspect(&ns).await.unwrap();
-        let current = seen
-            .slots
-            .iter()
-            .find(|r| r.slot == old.slot)
-            .unwrap()
-            .clone();
-        let expires_at = seen.store_now + 60_000;
-        let record = SlotRecord {
-            owner: Some(Owner::new("intruder")),
-            last_owner_key: Some("intruder".into()),
-            fence: current.fence + 1,
-            expires_at,
-            floor: current.next_floor,
-            ceiling: expires_at + 200,
-            next_floor: expires_at + 200,
-            ..current
-        };
-        let target = Etcd {
-            clock: ManualClock::new(0),
-            store: Arc::new(store.clone()),
-            url: url.clone(),
-        };
-        conformance::Target::put_raw(&target, &ns, &record).await;
-        record
-    });
-
-    // Bounded wait: the keeper renews every ttl/3 and then finds the lease gone.
-    let mut moved = false;
-    for _ in 0..400 {
-        let s = rt.status();
-        if s.slot != old.slot && s.state == cosid::State::Active {
-            moved = true;
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(25));
-    }
-    assert!(moved, "the runtime did not move to a new slot within 10 s");
-    assert_eq!(
-        *lost.lock().unwrap(),
-        vec![old.slot],
-        "one SlotLost, for the old slot"
-    );
-    let after = rt.next_ids(1_000).unwrap();
-    let now = rt.status().slot;
-    assert!(after
-        .iter()
-        .all(|&id| rt.layout().decompose(id).unwrap().slot == u64::from(now)));
-    ids.extend(after);
-    let mut unique = ids.clone();
-    unique.sort();
-    unique.dedup();
-    assert_eq!(unique.len(), ids.len(), "no id repeats");
-    let kept = tokio.block_on(store.inspect(&ns)).unwrap().slots;
-    let kept = kept.into_iter().find(|r| r.slot == old.slot).unwrap();
-    assert_eq!(
-        kept, planted,
-        "the runtime never writes over the intruder's record"
-    );
-    rt.shutdown();
-}
-
-#[test]
-fn a_cluster_down_at_start_up_fails_with_a_clear_error_after_the_acquire_timeout() {
-    // Port 1 on loopback: nothing listens there.
-    let err = cosid::Runtime::builder()
-        .store("etcd://127.0.0.1:1")
-        .namespace("down-at-start")
-        .ttl(std::time::Duration::from_millis(600))
-        .acquire_timeout(std::time::Duration::from_millis(500))
-        .build()
-        .unwrap_err();
-    assert_eq!(err.code(), "STORE_UNAVAILABLE", "{err}");
-    let text = err.to_string();
-    assert!(
-        text.contains("etcd") && text.contains("127.0.0.1:1"),
-        "{text}"
-    );
 }
 
 /// An etcd of the test's own, with authentication on, on free ports of 127.0.0.1; stopped when dropped.

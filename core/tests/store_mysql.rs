@@ -45,13 +45,26 @@ impl conformance::Target for Mysql {
     }
 }
 
+async fn connect(url: String) -> Mysql {
+    let store = Arc::new(MysqlStore::open(&url).await.unwrap());
+    Mysql { store, url }
+}
+
 async fn target() -> Option<Mysql> {
     let url = conformance::server_url("COSID_TEST_MYSQL_URL", ".ci/services/mariadb.sh")?;
-    let store = Arc::new(MysqlStore::open(&url).await.unwrap());
-    Some(Mysql { store, url })
+    Some(connect(url).await)
 }
 
 conformance::conformance_tests!(target());
+
+conformance::runtime_tests! {
+    kind: "mysql",
+    url: conformance::server_url("COSID_TEST_MYSQL_URL", ".ci/services/mariadb.sh"),
+    target: connect,
+    // Port 1 on loopback: nothing listens there.
+    unreachable: "mysql://cosid:cosid@127.0.0.1:1/cosid_test",
+    shown: "127.0.0.1:1/cosid_test",
+}
 
 /// Writes a slot row with `values` for the columns `slot, owner_key, incarnation, last_owner_key, fence,
 /// expires_at, floor, ceiling, next_floor`, bypassing the store.
@@ -265,151 +278,6 @@ async fn undecodable_rows_are_corrupt_never_absent() {
             other => panic!("{expected}: expected Corrupt, got {other:?}"),
         }
     }
-}
-
-// ---------------------------------------------------------------------------------------------------------------
-// A runtime on MySQL: the keeper against the real server.
-
-#[test]
-fn a_runtime_issues_ids_and_hands_its_last_timestamp_over_at_shutdown() {
-    let Some(url) = conformance::server_url("COSID_TEST_MYSQL_URL", ".ci/services/mariadb.sh")
-    else {
-        return;
-    };
-    let name = format!("runtime-{}", uuid::Uuid::new_v4());
-    let rt = cosid::Runtime::builder()
-        .store(&url)
-        .namespace(&name)
-        .bits(4)
-        .build()
-        .unwrap();
-    let ids = rt.next_ids(10_000).unwrap();
-    assert!(ids.windows(2).all(|w| w[0] < w[1]), "ids strictly increase");
-    let status = rt.status();
-    assert_eq!((status.store, status.slot, status.fence), ("mysql", 0, 1));
-    let last = rt
-        .shutdown()
-        .expect("the first shutdown reports the last timestamp");
-
-    let tokio = tokio::runtime::Runtime::new().unwrap();
-    let seen = tokio.block_on(async {
-        let store = MysqlStore::open(&url).await.unwrap();
-        store.inspect(&Namespace::new(name).unwrap()).await.unwrap()
-    });
-    let slot = &seen.slots[0];
-    assert_eq!((slot.owner.as_ref(), slot.fence), (None, 2), "released");
-    assert_eq!(
-        slot.next_floor, last,
-        "the next holder starts after the last id"
-    );
-}
-
-#[test]
-fn a_record_taken_over_behind_the_runtimes_back_is_lost_and_replaced() {
-    let Some(url) = conformance::server_url("COSID_TEST_MYSQL_URL", ".ci/services/mariadb.sh")
-    else {
-        return;
-    };
-    let name = format!("takeover-{}", uuid::Uuid::new_v4());
-    let lost = Arc::new(std::sync::Mutex::new(Vec::new()));
-    let rt = {
-        let lost = lost.clone();
-        cosid::Runtime::builder()
-            .store(&url)
-            .namespace(&name)
-            .bits(3)
-            .ttl(std::time::Duration::from_millis(600))
-            .tolerance(std::time::Duration::from_millis(200))
-            .subscribe(move |e| {
-                if let cosid::Event::SlotLost { slot, .. } = e {
-                    lost.lock().unwrap().push(*slot);
-                }
-            })
-            .build()
-            .unwrap()
-    };
-    let old = rt.status();
-    let mut ids = rt.next_ids(1_000).unwrap();
-
-    // Another holder, written straight into the table: fence raised, window above the old one.
-    let ns = Namespace::new(name).unwrap();
-    let tokio = tokio::runtime::Runtime::new().unwrap();
-    let planted = tokio.block_on(async {
-        let store = MysqlStore::open(&url).await.unwrap();
-        let seen = store.inspect(&ns).await.unwrap();
-        let current = seen.slots.iter().find(|r| r.slot == old.slot).unwrap();
-        let expires_at = seen.store_now + 60_000;
-        let intruder = Owner::new("intruder");
-        let values = vec![
-            Value::from(old.slot),
-            Value::from(intruder.key.clone()),
-            Value::from(intruder.incarnation.to_string()),
-            Value::from(intruder.key.clone()),
-            Value::from(current.fence as i64 + 1),
-            Value::from(expires_at as i64),
-            Value::from(current.next_floor as i64),
-            Value::from(expires_at as i64 + 200),
-            Value::from(expires_at as i64 + 200),
-        ];
-        put_raw_row(&url, &ns, values).await;
-        store.inspect(&ns).await.unwrap().slots
-    });
-
-    // Bounded wait: the keeper renews every ttl/3 and then finds the lease gone.
-    let mut moved = false;
-    for _ in 0..400 {
-        let s = rt.status();
-        if s.slot != old.slot && s.state == cosid::State::Active {
-            moved = true;
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(25));
-    }
-    assert!(moved, "the runtime did not move to a new slot within 10 s");
-    assert_eq!(
-        *lost.lock().unwrap(),
-        vec![old.slot],
-        "one SlotLost, for the old slot"
-    );
-    let after = rt.next_ids(1_000).unwrap();
-    let slot_of = |id| rt.layout().decompose(id).unwrap().slot;
-    assert!(after
-        .iter()
-        .all(|&id| slot_of(id) == u64::from(rt.status().slot)));
-    ids.extend(after);
-    let mut unique = ids.clone();
-    unique.sort();
-    unique.dedup();
-    assert_eq!(unique.len(), ids.len(), "no id repeats");
-    let kept = tokio.block_on(async {
-        let store = MysqlStore::open(&url).await.unwrap();
-        store.inspect(&ns).await.unwrap().slots
-    });
-    let intruders = |slots: &[SlotRecord]| slots.iter().find(|r| r.slot == old.slot).cloned();
-    assert_eq!(
-        intruders(&kept),
-        intruders(&planted),
-        "the runtime never writes over the intruder's record"
-    );
-    rt.shutdown();
-}
-
-#[test]
-fn a_server_down_at_start_up_fails_with_a_clear_error_after_the_acquire_timeout() {
-    // Port 1 on loopback: nothing listens there.
-    let err = cosid::Runtime::builder()
-        .store("mysql://cosid:cosid@127.0.0.1:1/cosid_test")
-        .namespace("down-at-start")
-        .ttl(std::time::Duration::from_millis(600))
-        .acquire_timeout(std::time::Duration::from_millis(500))
-        .build()
-        .unwrap_err();
-    assert_eq!(err.code(), "STORE_UNAVAILABLE", "{err}");
-    let text = err.to_string();
-    assert!(
-        text.contains("mysql") && text.contains("127.0.0.1:1/cosid_test"),
-        "{text}"
-    );
 }
 
 #[tokio::test]

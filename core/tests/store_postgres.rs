@@ -8,10 +8,7 @@ mod conformance;
 use conformance::{fresh, Target, CONFIG, LONG_TTL_MS};
 use cosid::lease::{Namespace, Owner, SlotRecord};
 use cosid::store::{LeaseStore, PostgresStore, StoreError, StoreUrl};
-use cosid::Runtime;
-use std::collections::HashSet;
 use std::sync::Arc;
-use std::time::Duration;
 use tokio_postgres::NoTls;
 
 const URL_VAR: &str = "COSID_TEST_POSTGRES_URL";
@@ -76,6 +73,19 @@ async fn target() -> Option<Postgres> {
 }
 
 conformance::conformance_tests!(target());
+
+async fn connect_owned(url: String) -> Postgres {
+    connect(&url).await
+}
+
+conformance::runtime_tests! {
+    kind: "postgres",
+    url: conformance::server_url(URL_VAR, SCRIPT),
+    target: connect_owned,
+    // Port 1 on loopback: nothing listens there.
+    unreachable: "postgres://cosid:cosid@127.0.0.1:1/cosid_test",
+    shown: "127.0.0.1:1/cosid_test",
+}
 
 // ---------------------------------------------------------------------------------------------------------------
 // PostgreSQL-specific checks.
@@ -383,54 +393,4 @@ async fn settings_warnings_name_an_unsafe_synchronous_commit() {
         warnings[0].contains("synchronous_commit = off"),
         "{warnings:?}"
     );
-}
-
-#[test]
-fn runtimes_on_postgres_share_a_namespace_and_hand_over_at_release() {
-    let Some(url) = conformance::server_url(URL_VAR, SCRIPT) else {
-        return;
-    };
-    let name = format!("runtime-{}", uuid::Uuid::new_v4());
-    let build = || {
-        Runtime::builder()
-            .store(&url)
-            .namespace(&name)
-            .ttl(Duration::from_secs(5))
-            .bits(4)
-            .build()
-            .unwrap()
-    };
-    let a = build();
-    let b = build();
-    assert_ne!(a.status().slot, b.status().slot);
-    assert_eq!(a.status().store, "postgres");
-    let mut seen = HashSet::new();
-    for _ in 0..5_000 {
-        assert!(seen.insert(a.next_id().unwrap()));
-        assert!(seen.insert(b.next_id().unwrap()));
-    }
-    let slot = a.status().slot;
-    let last = a.shutdown().expect("a issued ids");
-    let tokio = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let record = tokio.block_on(async {
-        let store = PostgresStore::open(&url).unwrap();
-        let ns = Namespace::new(name.clone()).unwrap();
-        store
-            .inspect(&ns)
-            .await
-            .unwrap()
-            .slots
-            .into_iter()
-            .find(|r| r.slot == slot)
-            .unwrap()
-    });
-    assert_eq!(record.owner, None);
-    assert_eq!(
-        record.next_floor, last,
-        "the release handed the last issued millisecond over"
-    );
-    b.shutdown();
 }

@@ -8,7 +8,7 @@
 
 mod conformance;
 
-use conformance::{fresh, Target, CONFIG, LONG_TTL_MS};
+use conformance::{fresh, Recorder, Target, CONFIG, LONG_TTL_MS};
 use cosid::generator::Waits;
 use cosid::lease::{AcquireRequest, Namespace, Owner, SlotRecord};
 use cosid::store::{LeaseStore, RedisStore, StoreError, StoreUrl};
@@ -17,7 +17,7 @@ use redis::AsyncCommands;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 const URL_VAR: &str = "COSID_TEST_REDIS_URL";
@@ -93,6 +93,19 @@ async fn target() -> Option<Redis> {
 }
 
 conformance::conformance_tests!(target());
+
+async fn connect_owned(url: String) -> Redis {
+    connect(&url).await
+}
+
+conformance::runtime_tests! {
+    kind: "redis",
+    url: conformance::server_url(URL_VAR, SCRIPT),
+    target: connect_owned,
+    // Port 1 on loopback: nothing listens there.
+    unreachable: "redis://127.0.0.1:1/0",
+    shown: "127.0.0.1:1/0",
+}
 
 // ---------------------------------------------------------------------------------------------------------------
 // Redis-specific checks on the shared server.
@@ -570,32 +583,6 @@ async fn user_and_password_come_from_the_url() {
     }
 }
 
-/// Events as the runtime reported them, in order.
-#[derive(Clone, Default)]
-struct Recorder(Arc<Mutex<Vec<Event>>>);
-
-impl Recorder {
-    fn listener(&self) -> impl Fn(&Event) + Send + Sync + 'static {
-        let events = self.0.clone();
-        move |e: &Event| events.lock().unwrap().push(e.clone())
-    }
-
-    fn all(&self) -> Vec<Event> {
-        self.0.lock().unwrap().clone()
-    }
-
-    /// Waits (bounded) until an event matches.
-    fn wait_for(&self, what: &str, matches: impl Fn(&Event) -> bool) -> Event {
-        for _ in 0..400 {
-            if let Some(e) = self.all().into_iter().find(&matches) {
-                return e;
-            }
-            std::thread::sleep(Duration::from_millis(25));
-        }
-        panic!("no {what} event within 10 s; events: {:#?}", self.all());
-    }
-}
-
 /// A lease window as the events show it: `(floor, ceiling]`, granted at store time `granted_at`.
 #[derive(Debug, Clone, Copy)]
 struct Seen {
@@ -791,137 +778,6 @@ fn a_redis_restart_fails_renewals_then_resumes_and_no_id_passes_a_ceiling() {
         .all()
         .iter()
         .any(|e| matches!(e, Event::Released { .. })));
-}
-
-#[test]
-fn a_record_taken_over_behind_the_runtimes_back_is_lost_and_replaced() {
-    let Some(url) = conformance::server_url(URL_VAR, SCRIPT) else {
-        return;
-    };
-    let ttl = Duration::from_millis(900);
-    let name = format!("takeover-{}", uuid::Uuid::new_v4());
-    let events = Recorder::default();
-    let rt = Arc::new(
-        Runtime::builder()
-            .store(&url)
-            .namespace(&name)
-            .ttl(ttl)
-            .tolerance(Duration::from_millis(300))
-            .bits(3)
-            .subscribe(events.listener())
-            .build()
-            .unwrap(),
-    );
-    // Called on the keeper's thread as the loss is reported, before any new slot: ids must fail by then.
-    let during_loss = Arc::new(Mutex::new(None));
-    {
-        let weak = Arc::downgrade(&rt);
-        let during_loss = during_loss.clone();
-        rt.subscribe(move |e| {
-            if let (Event::SlotLost { .. }, Some(rt)) = (e, weak.upgrade()) {
-                *during_loss.lock().unwrap() = Some(rt.next_id().map_err(|e| e.code()));
-            }
-        });
-    }
-    let old = rt.status();
-    let mut ids: Vec<_> = (0..1000).map(|_| rt.next_id().unwrap()).collect();
-
-    // Another holder's lease, written straight into Redis: fence raised, window above the old one.
-    let ns = Namespace::new(name).unwrap();
-    let tokio = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let t = tokio.block_on(connect(&url));
-    let intruder = Owner::new("intruder");
-    let planted = tokio.block_on(async {
-        let seen = t.store.inspect(&ns).await.unwrap();
-        let current = seen
-            .slots
-            .iter()
-            .find(|r| r.slot == old.slot)
-            .unwrap()
-            .clone();
-        let expires_at = seen.store_now + 60_000;
-        let record = SlotRecord {
-            owner: Some(intruder.clone()),
-            last_owner_key: Some("intruder".into()),
-            fence: current.fence + 1,
-            expires_at,
-            floor: current.next_floor,
-            ceiling: expires_at + 300,
-            next_floor: expires_at + 300,
-            ..current
-        };
-        t.put_raw(&ns, &record).await;
-        record
-    });
-
-    let lost = events.wait_for("SlotLost", |e| matches!(e, Event::SlotLost { .. }));
-    assert!(
-        matches!(lost, Event::SlotLost { slot, .. } if slot == old.slot),
-        "{lost:?}"
-    );
-    assert_eq!(
-        *during_loss.lock().unwrap(),
-        Some(Err("SLOT_LOST")),
-        "between the loss and a new slot, id calls fail with SlotLost"
-    );
-    events.wait_for(
-        "a new Acquired",
-        |e| matches!(e, Event::Acquired { slot, .. } if *slot != old.slot),
-    );
-    let now = rt.status();
-    assert_ne!(now.slot, old.slot, "the intruder keeps the old slot");
-    assert_eq!(now.state, State::Active);
-    let after: Vec<_> = (0..1000).map(|_| rt.next_id().unwrap()).collect();
-    for &id in &after {
-        assert_eq!(rt.layout().decompose(id).unwrap().slot, u64::from(now.slot));
-    }
-    ids.extend(after);
-    let mut unique = ids.clone();
-    unique.sort();
-    unique.dedup();
-    assert_eq!(unique.len(), ids.len(), "no id repeats");
-    let kept = tokio
-        .block_on(t.store.inspect(&ns))
-        .unwrap()
-        .slots
-        .into_iter()
-        .find(|r| r.slot == old.slot)
-        .unwrap();
-    assert_eq!(
-        kept, planted,
-        "the runtime never writes over the intruder's record"
-    );
-    rt.shutdown();
-}
-
-#[test]
-fn a_store_down_at_start_up_fails_with_a_clear_error_after_the_acquire_timeout() {
-    let port = free_port();
-    let ttl = Duration::from_millis(600);
-    let timeout = Duration::from_millis(700);
-    let started = Instant::now();
-    let err = Runtime::builder()
-        .store(format!("redis://127.0.0.1:{port}/0"))
-        .namespace("down-at-start")
-        .ttl(ttl)
-        .acquire_timeout(timeout)
-        .build()
-        .unwrap_err();
-    let waited = started.elapsed();
-    assert_eq!(err.code(), "STORE_UNAVAILABLE", "{err}");
-    let text = err.to_string();
-    assert!(
-        text.contains("redis") && text.contains(&format!("127.0.0.1:{port}")),
-        "{text}"
-    );
-    // It retried until the deadline, give or take the last back-off step (at most ttl/6).
-    assert!(
-        waited + ttl / 6 >= timeout,
-        "gave up after {waited:?}, before {timeout:?}"
-    );
 }
 
 #[test]

@@ -26,6 +26,8 @@
 //! conformance::conformance_tests!(target());
 //! ```
 //!
+//! A network store also expands [`runtime_tests!`]: the cases that run a whole `Runtime` on the server.
+//!
 //! Each case gets its own namespace, named after the case plus a random UUID, so a store needs no cleanup between
 //! cases or runs, and network stores can share one database.
 //!
@@ -948,4 +950,302 @@ pub async fn injection_attempts_are_plain_names_and_keys(t: &impl Target) {
         .renew(&c, LONG_TTL_MS, CONFIG.tolerance_ms)
         .await
         .expect("the canary's lease is intact");
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Runtime cases: a `Runtime` (keeper and generator) on a store server, run once for every network store.
+
+/// Expands to one `#[test]` per runtime case, for the store of kind `$kind` (as `Status::store` names it).
+///
+/// - `url`: an expression of type `Option<String>`, the URL a runtime opens (`None` skips the cases that need a
+///   server, after printing why);
+/// - `target`: a function `fn(String) -> impl Future<Output = impl Target>` making a target on that URL whose store
+///   runs on the host clock, as the runtime's does;
+/// - `unreachable`: a URL of this store's scheme where nothing listens, and `shown`, the part of it the error must
+///   show.
+#[allow(unused_macros)] // The memory and SQLite stores have no server for a runtime to open.
+macro_rules! runtime_tests {
+    (
+        kind: $kind:literal,
+        url: $url:expr,
+        target: $target:expr,
+        unreachable: $unreachable:literal,
+        shown: $shown:literal $(,)?
+    ) => {
+        $crate::conformance::runtime_tests!(@cases $kind, $url, $target;
+            a_runtime_issues_ids_and_hands_its_last_timestamp_over_at_shutdown,
+            runtimes_share_a_namespace_and_hand_over_at_release,
+            a_record_taken_over_behind_the_runtimes_back_is_lost_and_replaced,
+        );
+
+        #[test]
+        fn a_store_down_at_start_up_fails_with_a_clear_error_after_the_acquire_timeout() {
+            $crate::conformance::a_store_down_at_start_up_fails_with_a_clear_error_after_the_acquire_timeout(
+                $kind,
+                $unreachable,
+                $shown,
+            );
+        }
+    };
+    (@cases $kind:literal, $url:expr, $target:expr; $($case:ident),+ $(,)?) => {
+        $(
+            #[test]
+            fn $case() {
+                let Some(url) = $url else {
+                    return;
+                };
+                $crate::conformance::$case($kind, &url, $target);
+            }
+        )+
+    };
+}
+#[allow(unused_imports)]
+pub(crate) use runtime_tests;
+
+/// A tokio runtime for the checks a (synchronous) runtime case makes on the store.
+fn tokio() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// Events as a runtime reported them, in order.
+#[derive(Clone, Default)]
+pub struct Recorder(Arc<std::sync::Mutex<Vec<cosid::Event>>>);
+
+impl Recorder {
+    pub fn listener(&self) -> impl Fn(&cosid::Event) + Send + Sync + 'static {
+        let events = self.0.clone();
+        move |e: &cosid::Event| events.lock().unwrap().push(e.clone())
+    }
+
+    pub fn all(&self) -> Vec<cosid::Event> {
+        self.0.lock().unwrap().clone()
+    }
+
+    /// Waits (bounded) until an event matches.
+    pub fn wait_for(&self, what: &str, matches: impl Fn(&cosid::Event) -> bool) -> cosid::Event {
+        for _ in 0..400 {
+            if let Some(e) = self.all().into_iter().find(&matches) {
+                return e;
+            }
+            std::thread::sleep(Duration::from_millis(25));
+        }
+        panic!("no {what} event within 10 s; events: {:#?}", self.all());
+    }
+}
+
+pub fn a_runtime_issues_ids_and_hands_its_last_timestamp_over_at_shutdown<T: Target, F>(
+    kind: &str,
+    url: &str,
+    target: impl FnOnce(String) -> F,
+) where
+    F: Future<Output = T>,
+{
+    let name = format!("runtime-{}", uuid::Uuid::new_v4());
+    let rt = cosid::Runtime::builder()
+        .store(url)
+        .namespace(&name)
+        .bits(4)
+        .build()
+        .unwrap();
+    let ids = rt.next_ids(10_000).unwrap();
+    assert!(ids.windows(2).all(|w| w[0] < w[1]), "ids strictly increase");
+    let status = rt.status();
+    assert_eq!((status.store, status.slot, status.fence), (kind, 0, 1));
+    let last = rt
+        .shutdown()
+        .expect("the first shutdown reports the last timestamp");
+
+    let tokio = tokio();
+    let t = tokio.block_on(target(url.to_owned()));
+    let seen = tokio.block_on(inspect(&t, &Namespace::new(name).unwrap()));
+    let slot = &seen.slots[0];
+    assert_eq!((slot.owner.as_ref(), slot.fence), (None, 2), "released");
+    assert_eq!(
+        slot.next_floor, last,
+        "the next holder starts after the last id"
+    );
+}
+
+pub fn runtimes_share_a_namespace_and_hand_over_at_release<T: Target, F>(
+    kind: &str,
+    url: &str,
+    target: impl FnOnce(String) -> F,
+) where
+    F: Future<Output = T>,
+{
+    let name = format!("runtime-{}", uuid::Uuid::new_v4());
+    let build = || {
+        cosid::Runtime::builder()
+            .store(url)
+            .namespace(&name)
+            .ttl(Duration::from_secs(5))
+            .bits(4)
+            .build()
+            .unwrap()
+    };
+    let a = build();
+    let b = build();
+    assert_ne!(a.status().slot, b.status().slot);
+    assert_eq!(a.status().store, kind);
+    let mut seen = std::collections::HashSet::new();
+    for _ in 0..5_000 {
+        assert!(seen.insert(a.next_id().unwrap()));
+        assert!(seen.insert(b.next_id().unwrap()));
+    }
+    let slot = a.status().slot;
+    let last = a.shutdown().expect("a issued ids");
+    let tokio = tokio();
+    let t = tokio.block_on(target(url.to_owned()));
+    let record = tokio.block_on(record(&t, &Namespace::new(name.clone()).unwrap(), slot));
+    assert_eq!(record.owner, None);
+    assert_eq!(
+        record.next_floor, last,
+        "the release handed the last issued millisecond over"
+    );
+    b.shutdown();
+}
+
+pub fn a_record_taken_over_behind_the_runtimes_back_is_lost_and_replaced<T: Target, F>(
+    kind: &str,
+    url: &str,
+    target: impl FnOnce(String) -> F,
+) where
+    F: Future<Output = T>,
+{
+    let ttl = Duration::from_millis(900);
+    let tolerance_ms = 300;
+    let name = format!("takeover-{}", uuid::Uuid::new_v4());
+    let events = Recorder::default();
+    let rt = Arc::new(
+        cosid::Runtime::builder()
+            .store(url)
+            .namespace(&name)
+            .ttl(ttl)
+            .tolerance(Duration::from_millis(tolerance_ms))
+            .bits(3)
+            .subscribe(events.listener())
+            .build()
+            .unwrap(),
+    );
+    // Called on the keeper's thread as the loss is reported, before any new slot: ids must fail by then.
+    let during_loss = Arc::new(std::sync::Mutex::new(None));
+    {
+        let weak = Arc::downgrade(&rt);
+        let during_loss = during_loss.clone();
+        rt.subscribe(move |e| {
+            if let (cosid::Event::SlotLost { .. }, Some(rt)) = (e, weak.upgrade()) {
+                *during_loss.lock().unwrap() = Some(rt.next_id().map_err(|e| e.code()));
+            }
+        });
+    }
+    let old = rt.status();
+    assert_eq!(old.store, kind);
+    let mut ids = rt.next_ids(1_000).unwrap();
+
+    // Another holder's lease, written straight into the store with its own client: fence raised, window above the
+    // old one.
+    let ns = Namespace::new(name).unwrap();
+    let tokio = tokio();
+    let t = tokio.block_on(target(url.to_owned()));
+    let (planted, read_back) = tokio.block_on(async {
+        let seen = inspect(&t, &ns).await;
+        let current = seen
+            .slots
+            .iter()
+            .find(|r| r.slot == old.slot)
+            .unwrap()
+            .clone();
+        let expires_at = seen.store_now + 60_000;
+        let planted = SlotRecord {
+            owner: Some(Owner::new("intruder")),
+            last_owner_key: Some("intruder".into()),
+            fence: current.fence + 1,
+            expires_at,
+            floor: current.next_floor,
+            ceiling: expires_at + tolerance_ms,
+            next_floor: expires_at + tolerance_ms,
+            ..current
+        };
+        t.put_raw(&ns, &planted).await;
+        (planted, inspect(&t, &ns).await.slots)
+    });
+
+    // Bounded waits: the keeper renews every ttl/3 and then finds the lease gone.
+    let lost = events.wait_for("SlotLost", |e| matches!(e, cosid::Event::SlotLost { .. }));
+    assert!(
+        matches!(lost, cosid::Event::SlotLost { slot, .. } if slot == old.slot),
+        "{lost:?}"
+    );
+    assert_eq!(
+        *during_loss.lock().unwrap(),
+        Some(Err("SLOT_LOST")),
+        "between the loss and a new slot, id calls fail with SlotLost"
+    );
+    events.wait_for(
+        "a new Acquired",
+        |e| matches!(e, cosid::Event::Acquired { slot, .. } if *slot != old.slot),
+    );
+    let now = rt.status();
+    assert_ne!(now.slot, old.slot, "the intruder keeps the old slot");
+    assert_eq!(now.state, cosid::State::Active);
+    let losses: Vec<u32> = events
+        .all()
+        .iter()
+        .filter_map(|e| match e {
+            cosid::Event::SlotLost { slot, .. } => Some(*slot),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(losses, vec![old.slot], "one SlotLost, for the old slot");
+    let after = rt.next_ids(1_000).unwrap();
+    for &id in &after {
+        assert_eq!(rt.layout().decompose(id).unwrap().slot, u64::from(now.slot));
+    }
+    ids.extend(after);
+    let mut unique = ids.clone();
+    unique.sort();
+    unique.dedup();
+    assert_eq!(unique.len(), ids.len(), "no id repeats");
+    let kept = tokio.block_on(inspect(&t, &ns)).slots;
+    let at_old = |slots: &[SlotRecord]| slots.iter().find(|r| r.slot == old.slot).cloned();
+    assert_eq!(
+        at_old(&kept),
+        Some(planted),
+        "the runtime never writes over the intruder's record"
+    );
+    assert_eq!(
+        at_old(&kept),
+        at_old(&read_back),
+        "the runtime never writes over the intruder's record"
+    );
+    rt.shutdown();
+}
+
+pub fn a_store_down_at_start_up_fails_with_a_clear_error_after_the_acquire_timeout(
+    kind: &str,
+    unreachable: &str,
+    shown: &str,
+) {
+    let ttl = Duration::from_millis(600);
+    let timeout = Duration::from_millis(700);
+    let started = std::time::Instant::now();
+    let err = cosid::Runtime::builder()
+        .store(unreachable)
+        .namespace("down-at-start")
+        .ttl(ttl)
+        .acquire_timeout(timeout)
+        .build()
+        .unwrap_err();
+    let waited = started.elapsed();
+    assert_eq!(err.code(), "STORE_UNAVAILABLE", "{err}");
+    let text = err.to_string();
+    assert!(text.contains(kind) && text.contains(shown), "{text}");
+    // It retried until the deadline, give or take the last back-off step (at most ttl/6).
+    assert!(
+        waited + ttl / 6 >= timeout,
+        "gave up after {waited:?}, before {timeout:?}"
+    );
 }
