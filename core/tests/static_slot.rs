@@ -276,7 +276,13 @@ fn crash_loop_with_sigkill_never_repeats_an_id() {
     let url = static_url(&state, 1, "200ms");
     let exe = std::env::current_exe().unwrap();
     let mut files = Vec::new();
-    for round in 0..12 {
+    // Even rounds are killed during start-up (the state file's write included), odd rounds while issuing: each
+    // odd round waits, bounded, for the child's first ids before a random delay, so a loaded machine that starts
+    // processes slowly still exercises both.
+    let mut killed_while_issuing = 0;
+    let started = std::time::Instant::now();
+    let mut round = 0;
+    while round < 12 || (killed_while_issuing < 6 && started.elapsed() < Duration::from_secs(60)) {
         let out = dir.path().join(format!("ids-{round}"));
         let mut child = std::process::Command::new(&exe)
             .args([
@@ -290,11 +296,23 @@ fn crash_loop_with_sigkill_never_repeats_an_id() {
             .stdout(std::process::Stdio::null())
             .spawn()
             .unwrap();
-        // Kill at a random moment: during start-up (mid-write of the state file included) or while issuing.
-        std::thread::sleep(Duration::from_millis(next() % 400));
+        if round % 2 == 0 {
+            std::thread::sleep(Duration::from_millis(next() % 150));
+        } else {
+            let deadline = std::time::Instant::now() + Duration::from_secs(10);
+            let written = || std::fs::metadata(&out).map_or(0, |m| m.len());
+            while written() < 8 * 64 && std::time::Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            std::thread::sleep(Duration::from_millis(next() % 200));
+            if written() > 0 {
+                killed_while_issuing += 1;
+            }
+        }
         child.kill().unwrap();
         child.wait().unwrap();
         files.push(out);
+        round += 1;
     }
     let mut seen = HashSet::new();
     let mut total = 0;
@@ -311,6 +329,13 @@ fn crash_loop_with_sigkill_never_repeats_an_id() {
             total += 1;
         }
     }
-    println!("{total} ids over {} restarts, all unique", files.len());
-    assert!(total > 10_000, "too few ids to mean anything: {total}");
+    println!(
+        "{total} ids over {} restarts ({killed_while_issuing} killed while issuing), all unique",
+        files.len()
+    );
+    assert!(
+        killed_while_issuing >= 6,
+        "only {killed_while_issuing} children were killed while issuing"
+    );
+    assert!(total >= 1_000, "too few ids to mean anything: {total}");
 }
