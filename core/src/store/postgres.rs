@@ -164,7 +164,7 @@ impl PostgresStore {
     /// Parses `url`. Does not connect.
     pub fn open(url: &str) -> Result<Self, StoreError> {
         let invalid = |reason: String| StoreError::InvalidUrl {
-            url: redacted(url),
+            url: super::url::redacted(url),
             reason,
         };
         let mut config: tokio_postgres::Config = url
@@ -340,21 +340,6 @@ impl PostgresStore {
                 })
             }
         }
-    }
-}
-
-/// `url` with its password replaced, for messages.
-fn redacted(url: &str) -> String {
-    let Some(start) = url.find("://").map(|i| i + 3) else {
-        return url.to_owned();
-    };
-    let authority_end = url[start..].find('/').map_or(url.len(), |i| start + i);
-    let Some(at) = url[start..authority_end].rfind('@').map(|i| start + i) else {
-        return url.to_owned();
-    };
-    match url[start..at].find(':') {
-        Some(colon) => format!("{}:***{}", &url[..start + colon], &url[at..]),
-        None => url.to_owned(),
     }
 }
 

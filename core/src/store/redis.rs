@@ -111,21 +111,6 @@ impl std::fmt::Debug for RedisStore {
     }
 }
 
-/// `url` with its password replaced, for messages and logs. Works on URLs that do not parse, too.
-fn redacted(url: &str) -> String {
-    let Some(start) = url.find("://").map(|i| i + 3) else {
-        return url.to_owned();
-    };
-    let authority_end = url[start..].find('/').map_or(url.len(), |i| start + i);
-    let Some(at) = url[start..authority_end].rfind('@').map(|i| start + i) else {
-        return url.to_owned();
-    };
-    match url[start..at].find(':') {
-        Some(colon) => format!("{}:***{}", &url[..start + colon], &url[at..]),
-        None => url.to_owned(),
-    }
-}
-
 fn generic(message: String) -> StoreError {
     StoreError::Generic {
         store: KIND,
@@ -148,12 +133,12 @@ impl RedisStore {
         // rustls needs one process-wide crypto provider; a provider installed earlier (by the host) is kept.
         let _ = rustls::crypto::ring::default_provider().install_default();
         let client = Client::open(url).map_err(|e| StoreError::InvalidUrl {
-            url: redacted(url),
+            url: super::url::redacted(url),
             reason: e.to_string(),
         })?;
         Ok(Self {
             client,
-            target: redacted(url),
+            target: super::url::redacted(url),
             conn: tokio::sync::Mutex::new(None),
             scripts: Scripts::new(),
             settings_checked: AtomicBool::new(false),

@@ -83,16 +83,25 @@ impl std::fmt::Display for StoreUrl {
             StoreUrl::Memory => f.write_str("memory:"),
             StoreUrl::Sqlite(path) => write!(f, "sqlite://{}", path.display()),
             StoreUrl::Redis(u) | StoreUrl::Postgres(u) | StoreUrl::Mysql(u) => {
-                match ::url::Url::parse(u) {
-                    Ok(mut parsed) if parsed.password().is_some() => {
-                        let _ = parsed.set_password(Some("***"));
-                        f.write_str(parsed.as_str())
-                    }
-                    _ => f.write_str(u),
-                }
+                f.write_str(&redacted(u))
             }
             StoreUrl::Etcd(hosts) => write!(f, "etcd://{}", hosts.join(",")),
         }
+    }
+}
+
+/// `url` with its password replaced by `***`, for messages and logs. Works on URLs that do not parse, too.
+pub(crate) fn redacted(url: &str) -> String {
+    let Some(start) = url.find("://").map(|i| i + 3) else {
+        return url.to_owned();
+    };
+    let authority_end = url[start..].find('/').map_or(url.len(), |i| start + i);
+    let Some(at) = url[start..authority_end].rfind('@').map(|i| start + i) else {
+        return url.to_owned();
+    };
+    match url[start..at].find(':') {
+        Some(colon) => format!("{}:***{}", &url[..start + colon], &url[at..]),
+        None => url.to_owned(),
     }
 }
 
