@@ -64,6 +64,8 @@ pub struct Generator {
     tick_shift: u32,
     slot_shift: u32,
     seq_max: u64,
+    /// The tick after the layout's last one: what any later clock reading is capped to.
+    tick_cap: u64,
     /// `CLOSED` | the last issued id (or the binding's starting point).
     word: AtomicU64,
     /// First tick allowed by the window.
@@ -95,6 +97,7 @@ impl Generator {
             tick_shift: seq_bits + slot_bits,
             slot_shift: seq_bits,
             seq_max: layout.max_sequence(),
+            tick_cap: layout.max_tick() + 1,
             layout,
             clock,
             waits,
@@ -386,7 +389,7 @@ impl Generator {
         };
         // Past the layout's last tick every time reads as the tick after it, which no window allows: shifted into
         // the word, a larger tick would lose its high bits and wrap to a tick already issued.
-        tick.min(self.layout.max_tick() + 1)
+        tick.min(self.tick_cap)
     }
 
     fn tick_start(&self, tick: u64) -> u64 {
@@ -409,15 +412,12 @@ impl Generator {
             None => 1,
         };
         // A floor past the layout's last tick allows nothing; capped, `lo - 1` still fits the word's tick field.
-        (
-            lo.min(self.layout.max_tick() + 1),
-            self.hi_end_of(window.ceiling_ms),
-        )
+        (lo.min(self.tick_cap), self.hi_end_of(window.ceiling_ms))
     }
 
     fn hi_end_of(&self, ceiling_ms: u64) -> u64 {
         match ceiling_ms.checked_sub(self.epoch_ms) {
-            Some(d) => ((d + 1) / self.tick_ms).min(self.layout.max_tick() + 1),
+            Some(d) => ((d + 1) / self.tick_ms).min(self.tick_cap),
             None => 0,
         }
     }
