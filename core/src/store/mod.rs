@@ -117,6 +117,18 @@ pub enum StoreError {
         /// The value asked for.
         requested: u64,
     },
+    /// The store has certainly lost or rolled back writes (a record missing while held, a fence or ceiling below
+    /// one it granted, its file replaced under a live holder). Ids issued under the old records may be issued
+    /// again unless the namespace's `not_before` is raised past them first: the keeper treats it as an alarm.
+    #[error("{store} store lost writes ({what}): {detail}")]
+    Regression {
+        /// Which store.
+        store: &'static str,
+        /// Which record or file.
+        what: String,
+        /// What was seen.
+        detail: String,
+    },
     /// Anything else the store reported.
     #[error("{store} store: {source}")]
     Generic {
