@@ -5,7 +5,35 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-step() { printf '\n==== %s\n' "$*"; }
+# Each step prints its duration when the next one starts, and the run ends with a table of them all, so a slow
+# step shows up in CI's log at a glance.
+start=$SECONDS
+current=""
+current_start=$SECONDS
+timings=()
+finish_step() {
+    if [ -n "$current" ]; then
+        local took=$((SECONDS - current_start))
+        timings+=("$(printf '%4dm%02ds  %s' $((took / 60)) $((took % 60)) "$current")")
+        printf '==== done in %dm%02ds: %s\n' $((took / 60)) $((took % 60)) "$current"
+    fi
+}
+step() {
+    finish_step
+    current="$*"
+    current_start=$SECONDS
+    printf '\n==== %s\n' "$*"
+}
+summary() {
+    local status=$?
+    finish_step
+    current=""
+    local took=$((SECONDS - start))
+    printf '\n==== step durations\n'
+    printf '%s\n' "${timings[@]}"
+    printf '%4dm%02ds  total (exit %d)\n' $((took / 60)) $((took % 60)) "$status"
+}
+trap summary EXIT
 
 step "store servers (Redis, PostgreSQL, MariaDB, etcd) on 127.0.0.1"
 # etcd first: its script also installs protoc, which building the etcd client needs.
