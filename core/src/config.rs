@@ -226,7 +226,7 @@ pub fn parse_duration(setting: &str, v: &str) -> Result<Duration, ConfigError> {
     })
 }
 
-fn parse_number<T: std::str::FromStr>(setting: &str, v: &str) -> Result<T, ConfigError> {
+pub(crate) fn parse_number<T: std::str::FromStr>(setting: &str, v: &str) -> Result<T, ConfigError> {
     v.parse()
         .map_err(|_| ConfigError::new(setting, v, "a non-negative whole number in range"))
 }

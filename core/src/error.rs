@@ -75,28 +75,10 @@ pub enum Error {
 }
 
 impl Error {
-    /// A stable, upper-case name of the failure, the same in every binding.
+    /// A stable, upper-case name of the failure, the same in every binding (see [`crate::host::ErrorCode`], the
+    /// one place that maps errors to codes).
     pub fn code(&self) -> &'static str {
-        match self {
-            Error::SlotLost { .. } => "SLOT_LOST",
-            Error::WindowClosed { .. } => "WINDOW_CLOSED",
-            Error::BeforeWindow { .. } => "BEFORE_WINDOW",
-            Error::ClockMovedBackwards { .. } => "CLOCK_MOVED_BACKWARDS",
-            Error::Closed { .. } => "CLOSED",
-            Error::Store(e) => match e {
-                StoreError::Exhausted { .. } => "EXHAUSTED",
-                StoreError::NamespaceMismatch { .. } => "NAMESPACE_MISMATCH",
-                StoreError::LeaseLost { .. } => "SLOT_LOST",
-                StoreError::Corrupt { .. } => "CORRUPT_RECORD",
-                StoreError::InvalidUrl { .. } | StoreError::InvalidSettings { .. } => "CONFIG",
-                StoreError::Unavailable { .. } => "STORE_UNAVAILABLE",
-                _ => "STORE",
-            },
-            Error::Config(_) | Error::Namespace(_) => "CONFIG",
-            Error::Layout(_) => "LAYOUT",
-            Error::Id(_) => "INVALID_ID",
-            Error::StateFile { .. } => "STATE_FILE",
-        }
+        crate::host::ErrorCode::of(self).name()
     }
 }
 

@@ -19,6 +19,7 @@ pub mod config;
 mod error;
 mod event;
 pub mod generator;
+pub mod host;
 pub mod id;
 mod keeper;
 pub mod lease;

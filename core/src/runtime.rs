@@ -336,9 +336,12 @@ impl Builder {
                         Some(u) => StoreUrl::parse(u)?,
                         None => StoreUrl::default_sqlite()?,
                     };
+                    // Opening is store I/O too: no fork() may copy it half done (see host::fork).
+                    let _pass = crate::host::fork::enter();
                     tokio.block_on(store::open(&url, config.clock.clone()))?
                 }
             };
+            let store = crate::host::gated::GatedStore::wrap(store);
             let keeper = Keeper {
                 store: store.clone(),
                 namespace,

@@ -1,0 +1,466 @@
+//! [`Holder`]: a runtime with the one lifecycle every language shares.
+//!
+//! - **Lazy start**: the first id call starts the runtime from the configured [`Settings`], else from the
+//!   `COSID_*` environment (read once, at that start). A failed start is not remembered: the next call tries again.
+//! - **Configure before start**: [`configure`](Holder::configure) and [`init`](Holder::init) are refused with
+//!   `ALREADY_INITIALIZED` while a runtime is running.
+//! - **Shutdown**: seals the runtime, releases its slot, stops its thread. Afterwards id calls fail with `CLOSED`
+//!   until the holder is configured again ([`configure`](Holder::configure) or [`init`](Holder::init)); status
+//!   still reads the last lease. Never a silent restart: a shutdown is how a process says "no more ids" (at exit,
+//!   from a signal handler), and a new lease taken after it would outlive the exit hooks that release leases.
+//! - **Fork**: a holder copied into a child of `fork()` (seen through [`fork::generation`]) retires its parent's
+//!   runtime without touching it (no store call, no join, no release), then follows DESIGN §5: on a store that
+//!   can give the child a slot of its own, and fork policy `reacquire`, the child's first call starts a runtime
+//!   with a new incarnation; otherwise its calls fail with `FORKED` until it is configured again.
+//! - **Re-entry**: a call from inside one of this holder's own event callbacks (which run on the runtime's thread,
+//!   or on the starting thread for the first events) fails with `REENTRANT`, naming the call and the event: an id
+//!   call may have to wait for that very thread, and a shutdown would join it.
+//!
+//! The hot path is a load of the generation, a load of the runtime (`arc_swap`) and the generator's lock-free
+//! `try_next_id`. Everything else runs under a lock that a fork cannot leave held (a lock word tagged with the
+//! fork generation: one held by a parent's thread, which does not exist in the child, is free there).
+
+use super::code::{ErrorCode, HostError};
+use super::fork;
+use super::settings::{Listener, OnFork, Settings};
+use super::store_value::ForkRule;
+use crate::event::Event;
+use crate::id::{Id, Layout};
+use crate::keeper::Status;
+use crate::runtime::{Builder, Runtime};
+use arc_swap::ArcSwapOption;
+use std::cell::Cell;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// What the holder is doing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum State {
+    /// No runtime: the next id call starts one.
+    Fresh,
+    /// `current` issues ids.
+    Running,
+    /// Shut down: calls fail with `CLOSED` until configured again.
+    Closed,
+    /// A fork's child that cannot take a slot of its own: calls fail with `FORKED` until configured again.
+    Forked(String),
+}
+
+#[derive(Clone)]
+struct Slow {
+    state: State,
+    /// What to start from; `None` reads the environment at the first start.
+    settings: Option<Settings>,
+    /// Listeners added with [`Holder::subscribe`], given again to a runtime that replaces this one.
+    listeners: Vec<Listener>,
+}
+
+/// A runtime holder: the process-wide runtime of a language binding, or one explicit runtime object (C's
+/// `cosid_runtime`, Python's `cosid.Runtime`). See the module documentation for its lifecycle.
+///
+/// `Holder` is `Send + Sync`; every method may be called from any number of threads at once.
+pub struct Holder {
+    /// The fork generation `current` belongs to; 0 before the first start.
+    generation: AtomicU64,
+    current: ArcSwapOption<Runtime>,
+    /// 0 when free, `generation << 1 | 1` while a thread of that generation holds it.
+    lock: AtomicU64,
+    /// Replaced whole, only under `lock`; `None` is a fresh holder that reads the environment.
+    slow: ArcSwapOption<Slow>,
+}
+
+impl std::fmt::Debug for Holder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Holder")
+            .field("generation", &self.generation.load(Ordering::Relaxed))
+            .field("state", &self.slow.load().as_ref().map(|s| s.state.clone()))
+            .finish_non_exhaustive()
+    }
+}
+
+thread_local! {
+    /// The holder whose event callback this thread is running (its address), and the event's name.
+    static IN_CALLBACK: Cell<(usize, &'static str)> = const { Cell::new((0, "")) };
+}
+
+impl Default for Holder {
+    fn default() -> Self {
+        Self::from_env()
+    }
+}
+
+impl Holder {
+    /// A holder that starts from the `COSID_*` environment at its first use (the process-wide runtime).
+    pub const fn from_env() -> Holder {
+        Holder {
+            generation: AtomicU64::new(0),
+            current: ArcSwapOption::const_empty(),
+            lock: AtomicU64::new(0),
+            slow: ArcSwapOption::const_empty(),
+        }
+    }
+
+    /// A holder that starts from `settings` at its first use.
+    pub fn new(settings: Settings) -> Holder {
+        let h = Holder::from_env();
+        h.slow.store(Some(Arc::new(Slow {
+            state: State::Fresh,
+            settings: Some(settings),
+            listeners: Vec::new(),
+        })));
+        h
+    }
+
+    /// Issues one id, starting the runtime on first use.
+    #[inline]
+    pub fn next_id(&self) -> Result<Id, HostError> {
+        if let Some(id) = self.try_next_id() {
+            return Ok(id);
+        }
+        self.next_id_slow()
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn next_id_slow(&self) -> Result<Id, HostError> {
+        self.refuse_reentry("next_id")?;
+        Ok(self.runtime()?.next_id()?)
+    }
+
+    /// Issues one id if the runtime is running in this process and needs neither a wait nor an error: two atomic
+    /// loads and the generator's fast path. `None` means "call [`next_id`](Self::next_id)" (for bindings that
+    /// release a lock, such as Python's GIL, only around calls that may wait).
+    #[inline]
+    pub fn try_next_id(&self) -> Option<Id> {
+        if self.generation.load(Ordering::Acquire) != fork::generation() {
+            return None;
+        }
+        self.current.load().as_ref()?.try_next_id()
+    }
+
+    /// Fills `out` with ids, starting the runtime on first use. On error, discard `out`.
+    pub fn fill(&self, out: &mut [Id]) -> Result<(), HostError> {
+        self.refuse_reentry("next_ids")?;
+        Ok(self.runtime()?.fill(out)?)
+    }
+
+    /// The runtime's status, starting it on first use. After shutdown, the last lease (state `Closed`).
+    pub fn status(&self) -> Result<Status, HostError> {
+        Ok(self.readable("status")?.status())
+    }
+
+    /// The layout of the runtime's ids, starting it on first use.
+    pub fn layout(&self) -> Result<Layout, HostError> {
+        Ok(*self.readable("layout")?.layout())
+    }
+
+    /// The runtime itself, started on first use (for what the holder does not wrap). Do not keep it across a
+    /// `fork()`: a child must never drop its parent's runtime (dropping shuts it down and joins its thread).
+    pub fn runtime(&self) -> Result<Arc<Runtime>, HostError> {
+        if self.generation.load(Ordering::Acquire) == fork::generation() {
+            if let Some(rt) = self.current.load_full() {
+                if self.state() == Some(State::Running) {
+                    return Ok(rt);
+                }
+            }
+        }
+        self.refuse_reentry("start")?;
+        let _lock = self.lock();
+        self.adopt_fork();
+        let slow = self.slow_now();
+        match &slow.state {
+            State::Running => self.current.load_full().ok_or_else(|| {
+                HostError::new(ErrorCode::Internal, "a running holder has no runtime")
+            }),
+            State::Fresh => self.start(&slow),
+            State::Closed => Err(HostError::new(
+                ErrorCode::Closed,
+                "the runtime was shut down: configure it again to start a new one",
+            )),
+            State::Forked(why) => Err(HostError::new(ErrorCode::Forked, why.clone())),
+        }
+    }
+
+    /// Status and layout read the current runtime, even sealed; they start one only when there is none.
+    fn readable(&self, call: &'static str) -> Result<Arc<Runtime>, HostError> {
+        if self.generation.load(Ordering::Acquire) == fork::generation() {
+            if let Some(rt) = self.current.load_full() {
+                if matches!(self.state(), Some(State::Running | State::Closed)) {
+                    return Ok(rt);
+                }
+            }
+        }
+        self.refuse_reentry(call)?;
+        self.runtime()
+    }
+
+    /// Whether a runtime is running in this process now.
+    pub fn is_running(&self) -> bool {
+        self.generation.load(Ordering::Acquire) == fork::generation()
+            && self.state() == Some(State::Running)
+    }
+
+    /// The settings the holder starts (or started) with: the configured ones, else the environment's.
+    pub fn settings(&self) -> Result<Settings, HostError> {
+        match self.slow.load().as_ref().and_then(|s| s.settings.clone()) {
+            Some(s) => Ok(s),
+            None => Settings::from_env(),
+        }
+    }
+
+    /// Sets what the next start uses. Refused with `ALREADY_INITIALIZED` while a runtime is running; after a
+    /// shutdown or a `FORKED`, it makes the holder startable again.
+    pub fn configure(&self, settings: Settings) -> Result<(), HostError> {
+        self.refuse_reentry("configure")?;
+        settings.validate()?;
+        let _lock = self.lock();
+        self.adopt_fork();
+        let slow = self.slow_now();
+        if slow.state == State::Running {
+            return Err(already_running());
+        }
+        self.slow.store(Some(Arc::new(Slow {
+            state: State::Fresh,
+            settings: Some(settings),
+            listeners: slow.listeners.clone(),
+        })));
+        Ok(())
+    }
+
+    /// Starts a runtime from `settings` now (blocking while the slot is acquired). Refused with
+    /// `ALREADY_INITIALIZED` while one is running. On failure the holder is as before the call.
+    pub fn init(&self, settings: Settings) -> Result<(), HostError> {
+        self.refuse_reentry("init")?;
+        let _lock = self.lock();
+        self.adopt_fork();
+        let before = self.slow_now();
+        if before.state == State::Running {
+            return Err(already_running());
+        }
+        let fresh = Slow {
+            state: State::Fresh,
+            settings: Some(settings),
+            listeners: before.listeners.clone(),
+        };
+        match self.start(&fresh) {
+            Ok(_) => Ok(()),
+            Err(e) => {
+                self.slow.store(Some(before));
+                Err(e)
+            }
+        }
+    }
+
+    /// Ordered shutdown: seals the runtime (no id is returned after this starts), releases its slot with the
+    /// exact last timestamp, stops its thread. Returns that timestamp (`None` if nothing was issued on the current
+    /// lease). Later id calls fail with `CLOSED` until the holder is configured again. Idempotent; in a forked
+    /// child it leaves the parent's runtime and lease alone.
+    pub fn shutdown(&self) -> Result<Option<u64>, HostError> {
+        self.refuse_reentry("shutdown")?;
+        let running = {
+            let _lock = self.lock();
+            self.adopt_fork();
+            let slow = self.slow_now();
+            let running = (slow.state == State::Running)
+                .then(|| self.current.load_full())
+                .flatten();
+            let mut closed = (*slow).clone();
+            closed.state = State::Closed;
+            self.slow.store(Some(Arc::new(closed)));
+            running
+        };
+        // Outside the lock: the last events reach callbacks, and other threads see CLOSED meanwhile.
+        Ok(running.and_then(|rt| rt.shutdown()))
+    }
+
+    /// For an exit hook: shuts down a runtime this process started; does nothing in a child that never started
+    /// its own, nor from an event callback.
+    pub fn shutdown_at_exit(&self) {
+        if self.generation.load(Ordering::Acquire) == fork::generation() {
+            let _ = self.shutdown();
+        }
+    }
+
+    /// Calls `listener` with every later event of the running runtime, and every event of the runtimes that
+    /// replace it (after a fork, or a re-initialization).
+    pub fn subscribe(&self, listener: Listener) -> Result<(), HostError> {
+        self.refuse_reentry("subscribe")?;
+        let _lock = self.lock();
+        self.adopt_fork();
+        let slow = self.slow_now();
+        let mut next = (*slow).clone();
+        next.listeners.push(listener.clone());
+        self.slow.store(Some(Arc::new(next)));
+        if slow.state == State::Running {
+            if let Some(rt) = self.current.load_full() {
+                let wrapped = self.wrap(listener);
+                rt.subscribe(move |e| wrapped(e));
+            }
+        }
+        Ok(())
+    }
+
+    fn state(&self) -> Option<State> {
+        self.slow.load().as_ref().map(|s| s.state.clone())
+    }
+
+    fn slow_now(&self) -> Arc<Slow> {
+        self.slow.load_full().unwrap_or_else(|| {
+            Arc::new(Slow {
+                state: State::Fresh,
+                settings: None,
+                listeners: Vec::new(),
+            })
+        })
+    }
+
+    /// In a child of `fork()`, retires the parent's runtime and applies the fork policy. Needs the lock.
+    fn adopt_fork(&self) {
+        let now = fork::generation();
+        if self.generation.load(Ordering::Acquire) == now {
+            return;
+        }
+        if let Some(old) = self.current.swap(None) {
+            abandon(old);
+        }
+        let slow = self.slow_now();
+        if slow.state == State::Running {
+            let mut next = (*slow).clone();
+            next.state = match slow.settings.as_ref().map(child_rule) {
+                Some(Err(why)) => State::Forked(why),
+                _ => State::Fresh,
+            };
+            self.slow.store(Some(Arc::new(next)));
+        }
+        self.generation.store(now, Ordering::Release);
+    }
+
+    /// Starts a runtime from `slow` (reading the environment if it has no settings) and makes it current. Needs
+    /// the lock.
+    fn start(&self, slow: &Slow) -> Result<Arc<Runtime>, HostError> {
+        let settings = match &slow.settings {
+            Some(s) => s.clone(),
+            None => Settings::from_env()?,
+        };
+        // Remember the settings even if the start fails: the environment is read once.
+        let mut next = slow.clone();
+        next.settings = Some(settings.clone());
+        self.slow.store(Some(Arc::new(next.clone())));
+        settings.validate()?;
+        let mut builder = Builder::with_config(settings.config());
+        for l in settings.listeners().iter().chain(&slow.listeners) {
+            let wrapped = self.wrap(l.clone());
+            builder = builder.subscribe(move |e| wrapped(e));
+        }
+        let rt = Arc::new(builder.build()?);
+        if let Some(old) = self.current.swap(Some(rt.clone())) {
+            // A sealed runtime of this process: dropping it (when its last user does) is harmless.
+            drop(old);
+        }
+        self.generation.store(fork::generation(), Ordering::Release);
+        next.state = State::Running;
+        self.slow.store(Some(Arc::new(next)));
+        Ok(rt)
+    }
+
+    /// `listener`, marking this thread as inside one of this holder's callbacks while it runs.
+    fn wrap(&self, listener: Listener) -> impl Fn(&Event) + Send + Sync + 'static {
+        let me = self as *const Holder as usize;
+        move |e: &Event| {
+            struct Restore((usize, &'static str));
+            impl Drop for Restore {
+                fn drop(&mut self) {
+                    IN_CALLBACK.with(|c| c.set(self.0));
+                }
+            }
+            let _restore = Restore(IN_CALLBACK.with(|c| c.replace((me, e.name()))));
+            listener(e)
+        }
+    }
+
+    fn refuse_reentry(&self, call: &str) -> Result<(), HostError> {
+        let (holder, event) = IN_CALLBACK.with(Cell::get);
+        if holder == self as *const Holder as usize {
+            return Err(HostError::new(
+                ErrorCode::Reentrant,
+                format!(
+                    "{call} was called from an event callback ({event}) of this same runtime: the callback runs \
+                     on the runtime's own thread (or its start), which {call} would have to wait for. Call it \
+                     from another thread"
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The holder's lock; one held by a thread of an earlier fork generation is free.
+    fn lock(&self) -> LockGuard<'_> {
+        let me = (fork::generation() << 1) | 1;
+        let mut spins = 0u32;
+        loop {
+            let w = self.lock.load(Ordering::Relaxed);
+            if w != me
+                && self
+                    .lock
+                    .compare_exchange(w, me, Ordering::Acquire, Ordering::Relaxed)
+                    .is_ok()
+            {
+                return LockGuard { word: &self.lock };
+            }
+            spins += 1;
+            if spins < 64 {
+                std::thread::yield_now();
+            } else {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        }
+    }
+}
+
+struct LockGuard<'a> {
+    word: &'a AtomicU64,
+}
+
+impl Drop for LockGuard<'_> {
+    fn drop(&mut self) {
+        self.word.store(0, Ordering::Release);
+    }
+}
+
+fn already_running() -> HostError {
+    HostError::new(
+        ErrorCode::AlreadyInitialized,
+        "the runtime is already running: configure it before the first id, or shut it down first",
+    )
+}
+
+/// What a forked child may do with settings its parent started from: `Err` is the reason it gets `FORKED`.
+fn child_rule(settings: &Settings) -> Result<(), String> {
+    let store = settings.store().ok().flatten();
+    if let Some(ForkRule::Refuse(why)) = store.as_ref().map(|s| s.fork_rule()) {
+        return Err(format!(
+            "this process is a fork of the runtime's owner, and {why}"
+        ));
+    }
+    if settings.on_fork() == OnFork::Error {
+        return Err("this process is a fork of the runtime's owner and the fork policy is `error`: configure \
+                    the runtime again to get a slot of its own"
+            .into());
+    }
+    Ok(())
+}
+
+/// In a forked child: makes sure `rt` never issues an id and is never dropped (dropping would release the
+/// parent's lease and join a thread that does not exist here).
+fn abandon(rt: Arc<Runtime>) {
+    match Arc::try_unwrap(rt) {
+        Ok(rt) => rt.abandon_after_fork(),
+        // Someone else holds a reference (a binding's, or a parent's thread that does not exist here): it must
+        // never reach zero in this process.
+        Err(rt) => {
+            // Seal it through a shared reference is not possible; forgetting keeps it from ever being dropped.
+            std::mem::forget(rt)
+        }
+    }
+}
