@@ -79,4 +79,10 @@ fn a_child_never_issues_on_a_slot_it_did_not_acquire() {
     for (_, h, _) in &holders {
         h.shutdown().unwrap();
     }
+    // A holder copied from a parent is dropped without touching the parent's runtime (no join, no release).
+    let copied = Holder::new(settings(&db, "fork-drop"));
+    copied.next_id().unwrap();
+    fork::prepare();
+    fork::after_fork_in_child();
+    drop(copied);
 }

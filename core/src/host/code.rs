@@ -12,8 +12,10 @@ use crate::store::StoreError;
 ///
 /// Some codes only arise at a language boundary (`NULL_POINTER`, `INVALID_UTF8`, `BUFFER_TOO_SMALL`,
 /// `STRING_TOO_LONG`, `PANIC`): they are here so that C's result enum is this enum, with nothing of its own.
+///
+/// Deliberately not `#[non_exhaustive]`: bindings match it exhaustively, so a new code breaks their build until
+/// they map it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
 pub enum ErrorCode {
     /// A required pointer argument was NULL.
     NullPointer = 1000,

@@ -418,6 +418,20 @@ impl Holder {
     }
 }
 
+impl Drop for Holder {
+    /// Shuts down a runtime of this process (as dropping a `Runtime` does); a parent's runtime, copied into a
+    /// forked child, is abandoned instead: its lease and its thread are the parent's.
+    fn drop(&mut self) {
+        if let Some(rt) = self.current.swap(None) {
+            if *self.generation.get_mut() == fork::generation() {
+                drop(rt);
+            } else {
+                abandon(rt);
+            }
+        }
+    }
+}
+
 struct LockGuard<'a> {
     word: &'a AtomicU64,
 }
