@@ -107,10 +107,10 @@ impl Config {
             self.layout = parse_layout("COSID_LAYOUT", &v)?;
         }
         if let Some(v) = get("COSID_TTL") {
-            self.ttl = parse_duration("COSID_TTL", &v)?;
+            self.ttl = parse_duration_in("COSID_TTL", &v, TTL_RANGE)?;
         }
         if let Some(v) = get("COSID_TOLERANCE") {
-            self.tolerance = parse_duration("COSID_TOLERANCE", &v)?;
+            self.tolerance = parse_duration_in("COSID_TOLERANCE", &v, TOLERANCE_RANGE)?;
         }
         match get("COSID_BITS") {
             Some(v) => self.bits = parse_number("COSID_BITS", &v)?,
@@ -132,13 +132,18 @@ impl Config {
             });
         }
         if let Some(v) = get("COSID_ACQUIRE_TIMEOUT") {
-            self.acquire_timeout = Some(parse_duration("COSID_ACQUIRE_TIMEOUT", &v)?);
+            self.acquire_timeout = Some(parse_duration_in(
+                "COSID_ACQUIRE_TIMEOUT",
+                &v,
+                ACQUIRE_TIMEOUT_RANGE,
+            )?);
         }
         if let Some(v) = get("COSID_MAX_WAIT") {
-            self.waits.window = parse_duration("COSID_MAX_WAIT", &v)?;
+            self.waits.window = parse_duration_in("COSID_MAX_WAIT", &v, MAX_WAIT_RANGE)?;
         }
         if let Some(v) = get("COSID_BACKWARDS_WAIT") {
-            self.waits.backwards = parse_duration("COSID_BACKWARDS_WAIT", &v)?;
+            self.waits.backwards =
+                parse_duration_in("COSID_BACKWARDS_WAIT", &v, BACKWARDS_WAIT_RANGE)?;
         }
         Ok(self)
     }
@@ -146,13 +151,15 @@ impl Config {
     /// Checks the settings against each other.
     pub fn validate(&self) -> Result<(), ConfigError> {
         let ms = |d: Duration| d.as_millis().to_string();
-        if self.ttl < Duration::from_millis(30) || self.ttl > Duration::from_secs(24 * 3600) {
-            return Err(ConfigError::new(
-                "ttl",
-                ms(self.ttl) + "ms",
-                "between 30ms and 24h",
-            ));
+        // The builder takes durations as they are: the same ranges as the parser's, so that no deadline overflows
+        // and no value is truncated to whole milliseconds behind the caller's back.
+        check_duration("ttl", self.ttl, TTL_RANGE)?;
+        check_duration("tolerance", self.tolerance, TOLERANCE_RANGE)?;
+        if let Some(t) = self.acquire_timeout {
+            check_duration("acquire_timeout", t, ACQUIRE_TIMEOUT_RANGE)?;
         }
+        check_duration("max_wait", self.waits.window, MAX_WAIT_RANGE)?;
+        check_duration("backwards_wait", self.waits.backwards, BACKWARDS_WAIT_RANGE)?;
         if self.tolerance > self.ttl * 10 {
             return Err(ConfigError::new(
                 "tolerance",
@@ -215,8 +222,90 @@ pub fn parse_layout(setting: &str, v: &str) -> Result<Layout, ConfigError> {
     }
 }
 
-/// Parses a duration with a unit (`30s`, `500ms`, `2m`).
+/// The range a duration setting accepts, both ends included. Every duration setting has one, so that no
+/// deadline computed from it can overflow and no setting is silently truncated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DurationRange {
+    /// The shortest value accepted.
+    pub min: Duration,
+    /// The longest value accepted.
+    pub max: Duration,
+}
+
+impl DurationRange {
+    const fn ms(min: u64, max: u64) -> Self {
+        Self {
+            min: Duration::from_millis(min),
+            max: Duration::from_millis(max),
+        }
+    }
+}
+
+impl std::fmt::Display for DurationRange {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} to {}",
+            humantime::format_duration(self.min),
+            humantime::format_duration(self.max)
+        )
+    }
+}
+
+const SECOND: u64 = 1_000;
+const HOUR: u64 = 3_600 * SECOND;
+const DAY: u64 = 24 * HOUR;
+
+/// `COSID_TTL`, `ttl`: 30ms to 1 day.
+pub const TTL_RANGE: DurationRange = DurationRange::ms(30, DAY);
+/// `COSID_TOLERANCE`, `tolerance`: 0 to 1 day (and at most 10 times the ttl).
+pub const TOLERANCE_RANGE: DurationRange = DurationRange::ms(0, DAY);
+/// `COSID_ACQUIRE_TIMEOUT`, `acquire_timeout`: 0 to 1 day.
+pub const ACQUIRE_TIMEOUT_RANGE: DurationRange = DurationRange::ms(0, DAY);
+/// `COSID_MAX_WAIT`, `max_wait`: 0 to 1 hour.
+pub const MAX_WAIT_RANGE: DurationRange = DurationRange::ms(0, HOUR);
+/// `COSID_BACKWARDS_WAIT`, `backwards_wait`: 0 to 1 hour.
+pub const BACKWARDS_WAIT_RANGE: DurationRange = DurationRange::ms(0, HOUR);
+/// A static slot's `ahead`: 100ms to 1 day.
+pub const AHEAD_RANGE: DurationRange = DurationRange::ms(100, DAY);
+/// `cosid migrate --safe-guard`: 0 to 30 days.
+pub const SAFE_GUARD_RANGE: DurationRange = DurationRange::ms(0, 30 * DAY);
+
+/// The longest duration [`parse_duration`] returns; settings have tighter [`DurationRange`]s.
+const LONGEST: Duration = Duration::from_millis(100 * 365 * DAY);
+
+/// Parses a duration with a unit (`30s`, `500ms`, `2m`) of whole milliseconds, at most 100 years. Settings use
+/// [`parse_duration_in`], which also checks their range.
 pub fn parse_duration(setting: &str, v: &str) -> Result<Duration, ConfigError> {
+    let d = parse_with_unit(setting, v)?;
+    if d > LONGEST {
+        return Err(ConfigError::new(
+            setting,
+            v,
+            "a duration of at most 100 years",
+        ));
+    }
+    whole_ms(setting, v, d)
+}
+
+/// Parses a duration (as [`parse_duration`]) and checks it is within `range`.
+pub fn parse_duration_in(
+    setting: &str,
+    v: &str,
+    range: DurationRange,
+) -> Result<Duration, ConfigError> {
+    let d = parse_with_unit(setting, v)?;
+    if d < range.min || d > range.max {
+        return Err(ConfigError::new(
+            setting,
+            v,
+            format!("a duration from {range}"),
+        ));
+    }
+    whole_ms(setting, v, d)
+}
+
+fn parse_with_unit(setting: &str, v: &str) -> Result<Duration, ConfigError> {
     humantime::parse_duration(v).map_err(|e| {
         ConfigError::new(
             setting,
@@ -226,7 +315,128 @@ pub fn parse_duration(setting: &str, v: &str) -> Result<Duration, ConfigError> {
     })
 }
 
+fn whole_ms(setting: &str, v: &str, d: Duration) -> Result<Duration, ConfigError> {
+    if !d.subsec_nanos().is_multiple_of(1_000_000) {
+        // cosid counts whole milliseconds; 1500us would silently become 1ms.
+        return Err(ConfigError::new(
+            setting,
+            v,
+            "a whole number of milliseconds (cosid counts in ms)",
+        ));
+    }
+    Ok(d)
+}
+
+/// Checks a duration set in code (not parsed) against `range`, and that it is whole milliseconds.
+pub fn check_duration(setting: &str, d: Duration, range: DurationRange) -> Result<(), ConfigError> {
+    let shown = || format!("{d:?}");
+    if d < range.min || d > range.max {
+        return Err(ConfigError::new(
+            setting,
+            shown(),
+            format!("a duration from {range}"),
+        ));
+    }
+    if !d.subsec_nanos().is_multiple_of(1_000_000) {
+        return Err(ConfigError::new(
+            setting,
+            shown(),
+            "a whole number of milliseconds (cosid counts in ms)",
+        ));
+    }
+    Ok(())
+}
+
 pub(crate) fn parse_number<T: std::str::FromStr>(setting: &str, v: &str) -> Result<T, ConfigError> {
     v.parse()
         .map_err(|_| ConfigError::new(setting, v, "a non-negative whole number in range"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn with(vars: &[(&str, &str)]) -> Result<Config, ConfigError> {
+        let map: HashMap<String, String> = vars
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        Config::default().with_vars(|k| map.get(k).cloned())
+    }
+
+    #[test]
+    fn every_duration_variable_is_bounded() {
+        for var in [
+            "COSID_TTL",
+            "COSID_TOLERANCE",
+            "COSID_ACQUIRE_TIMEOUT",
+            "COSID_MAX_WAIT",
+            "COSID_BACKWARDS_WAIT",
+        ] {
+            // Past `Instant`'s range: this used to panic ("overflow when adding duration to instant").
+            for huge in ["500000000000y", "200years", "2days", "1000000h"] {
+                let e = with(&[(var, huge)]).unwrap_err();
+                assert_eq!((e.setting.as_str(), e.value.as_str()), (var, huge));
+                assert!(
+                    e.expected.contains("duration") && e.expected.contains("to"),
+                    "{e}"
+                );
+            }
+            // Sub-millisecond precision used to be dropped without a word.
+            let e = with(&[(var, "30500us")]).unwrap_err();
+            assert!(e.expected.contains("milliseconds"), "{e}");
+        }
+        let e = with(&[("COSID_TTL", "10ms")]).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "invalid COSID_TTL = \"10ms\": a duration from 30ms to 1day"
+        );
+        let e = with(&[("COSID_MAX_WAIT", "2h")]).unwrap_err();
+        assert_eq!(e.expected, "a duration from 0s to 1h");
+        let c = with(&[
+            ("COSID_TTL", "1d"),
+            ("COSID_TOLERANCE", "0s"),
+            ("COSID_ACQUIRE_TIMEOUT", "24h"),
+            ("COSID_MAX_WAIT", "1h"),
+            ("COSID_BACKWARDS_WAIT", "1500ms"),
+        ])
+        .unwrap();
+        assert_eq!(c.ttl, Duration::from_secs(86_400));
+        assert_eq!(c.waits.backwards, Duration::from_millis(1_500));
+        c.validate().unwrap();
+    }
+
+    #[test]
+    fn durations_set_in_code_are_checked_too() {
+        let mut c = Config {
+            acquire_timeout: Some(Duration::MAX),
+            ..Config::default()
+        };
+        assert_eq!(c.validate().unwrap_err().setting, "acquire_timeout");
+        c.acquire_timeout = None;
+        c.waits.window = Duration::from_secs(u64::MAX);
+        assert_eq!(c.validate().unwrap_err().setting, "max_wait");
+        c.waits = Waits::default();
+        c.waits.backwards = Duration::from_micros(1_500);
+        assert!(c.validate().unwrap_err().expected.contains("milliseconds"));
+        c.waits = Waits::default();
+        c.ttl = Duration::from_secs(2 * 86_400);
+        assert_eq!(c.validate().unwrap_err().setting, "ttl");
+        c.ttl = Duration::from_secs(30);
+        c.tolerance = Duration::from_secs(2 * 86_400);
+        assert_eq!(c.validate().unwrap_err().setting, "tolerance");
+        c.tolerance = Duration::from_secs(1);
+        c.validate().unwrap();
+    }
+
+    #[test]
+    fn parse_duration_itself_is_bounded() {
+        assert!(parse_duration("x", "500000000000y").is_err());
+        assert!(parse_duration("x", "101years").is_err());
+        assert_eq!(
+            parse_duration("x", "90years").unwrap(),
+            Duration::from_secs(90 * 31_557_600)
+        );
+    }
 }

@@ -190,7 +190,8 @@ impl Keeper {
 
     /// Acquires a slot, retrying exhaustion and an unreachable store until `timeout`.
     pub(crate) async fn acquire(&self, timeout: Duration) -> Result<Acquired, StoreError> {
-        let deadline = tokio::time::Instant::now() + timeout;
+        // Checked: a deadline past `Instant`'s range is no deadline (the settings' ranges keep it far from that).
+        let deadline = tokio::time::Instant::now().checked_add(timeout);
         let mut backoff = MIN_BACKOFF;
         loop {
             let err = match self
@@ -214,7 +215,11 @@ impl Keeper {
                 _ => return Err(err),
             };
             backoff = (backoff * 2).min(self.ttl() / 6).max(MIN_BACKOFF);
-            if tokio::time::Instant::now() + wait > deadline {
+            if deadline.is_none_or(|d| {
+                tokio::time::Instant::now()
+                    .checked_add(wait)
+                    .is_none_or(|t| t > d)
+            }) {
                 return Err(err);
             }
             tokio::time::sleep(wait).await;

@@ -79,10 +79,8 @@ impl StaticSpec {
             match (k, manual) {
                 ("state_file", false) if !v.is_empty() => spec.state_file = Some(PathBuf::from(v)),
                 ("ahead", false) => {
-                    spec.ahead = crate::config::parse_duration("ahead", v)?;
-                    if spec.ahead < Duration::from_millis(100) {
-                        return Err(ConfigError::new("ahead", v, "at least 100ms"));
-                    }
+                    spec.ahead =
+                        crate::config::parse_duration_in("ahead", v, crate::config::AHEAD_RANGE)?;
                 }
                 _ => {
                     return Err(bad(
@@ -311,7 +309,7 @@ impl StaticKeeper {
                         "cosid: the state file was written for another slot; using its ceiling as the floor anyway");
                 }
                 let floor = record.map_or(0, |r| r.ceiling_ms);
-                let ceiling = now.max(floor) + spec.ahead.as_millis() as u64;
+                let ceiling = now.max(floor).saturating_add(spec.ahead.as_millis() as u64);
                 file.write(StateRecord {
                     slot: spec.slot,
                     ceiling_ms: ceiling,
@@ -387,7 +385,7 @@ impl StaticKeeper {
                 _ = tokio::time::sleep(wait) => {}
                 _ = stop.changed() => break,
             }
-            let ceiling = (self.clock.now_ms() + ahead).max(lease.ceiling);
+            let ceiling = self.clock.now_ms().saturating_add(ahead).max(lease.ceiling);
             match file.write(StateRecord {
                 slot: self.spec.slot,
                 ceiling_ms: ceiling,
