@@ -74,6 +74,10 @@ fn run(cli: Cli, matches: &clap::ArgMatches) -> Result<(), Failure> {
         Command::Leases(args) => commands::leases::run(&args, &config),
         Command::Status(args) => commands::status::run(&args, config),
         Command::Init => commands::init::run(&config),
-        Command::Migrate(args) => commands::migrate::run(&args, &config),
+        Command::Migrate(args) => commands::migrate::run(
+            &args,
+            &config,
+            cli.global.namespace.as_ref().is_some_and(|n| !n.is_empty()),
+        ),
     }
 }

@@ -11,6 +11,11 @@
 //!
 //! Old timestamps are Unix milliseconds. A value too small to be one (below 10^11, before 1973) is read as Unix
 //! seconds, the larger, and so the safer, of the two readings.
+//!
+//! A timestamp before the old layout's epoch ([`OLD_EPOCH_MS`]) was never an id's time: CosId 1.8.x writes
+//! `"machineId|0"` when it distributes a machine id and never updates it, so a crashed or live instance leaves
+//! only `0`. Such a stamp is unknown, not old, and the plan refuses it unless the operator says when the old
+//! deployment stopped ([`Options::not_before_ms`]).
 
 use crate::error::{ConfigError, Error};
 use crate::lease::{Namespace, NamespaceConfig, NamespaceRecord};
@@ -19,6 +24,88 @@ use std::time::Duration;
 
 /// The default safe-guard of the machine-id design.
 pub const DEFAULT_SAFE_GUARD: Duration = Duration::from_secs(5 * 60);
+
+/// The epoch of the old design's ids (2019-12-24T16:00:00Z): no old id has an earlier time, so an earlier stamp
+/// is a placeholder, not a last timestamp.
+pub const OLD_EPOCH_MS: u64 = crate::id::Layout::DEFAULT_EPOCH_MS;
+
+/// How to turn what was found into a `not_before`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Options {
+    /// Added to the latest known stamp for bindings that may still be live.
+    pub safe_guard: Duration,
+    /// What the operator knows: no old id is later than this (Unix ms), for example when the old deployment
+    /// stopped. With it, unknown stamps are accepted and `not_before` is at least this value.
+    pub not_before_ms: Option<u64>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self {
+            safe_guard: DEFAULT_SAFE_GUARD,
+            not_before_ms: None,
+        }
+    }
+}
+
+/// Why no plan could be made.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum MigrateError {
+    /// Nothing was found: migrating from an empty or misnamed old namespace is almost certainly a mistake.
+    #[error("no machine records found in the old namespace: check --from and --old-namespace")]
+    NoMachines,
+    /// Some machines carry a stamp that is not a time the old deployment used.
+    #[error(
+        "the old deployment's last timestamp is unknown for {}: a stamp before the old epoch ({OLD_EPOCH_MS} ms) \
+         is a placeholder (CosId 1.8.x writes `machineId|0` and never updates it), so its ids may be of any time; \
+         stop every old instance, then give --not-before TIME (when the old deployment stopped)",
+        describe(.machines)
+    )]
+    UnknownStamps {
+        /// The machines whose stamp is before the old epoch.
+        machines: Vec<OldMachine>,
+    },
+    /// The operator's `not_before` is itself before the old epoch.
+    #[error("invalid not_before = {not_before_ms} ms: at or after the old epoch ({OLD_EPOCH_MS} ms, 2019-12-24T16:00:00Z)")]
+    NotBeforeTooEarly {
+        /// The value given.
+        not_before_ms: u64,
+    },
+}
+
+fn describe(machines: &[OldMachine]) -> String {
+    machines
+        .iter()
+        .map(|m| {
+            let instance = m
+                .instance_id
+                .as_deref()
+                .map(|i| format!(" of instance {i:?}"))
+                .unwrap_or_default();
+            format!(
+                "machine {}{instance} (stamp {}, {})",
+                m.machine_id, m.last_timestamp_ms, m.source
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+impl From<MigrateError> for Error {
+    fn from(e: MigrateError) -> Self {
+        let setting = match &e {
+            MigrateError::NotBeforeTooEarly { .. } => "not_before",
+            _ => "old namespace",
+        };
+        let value = match &e {
+            MigrateError::NoMachines => "(no machines found)".to_owned(),
+            MigrateError::UnknownStamps { machines } => describe(machines),
+            MigrateError::NotBeforeTooEarly { not_before_ms } => not_before_ms.to_string(),
+        };
+        ConfigError::new(setting, value, e.to_string()).into()
+    }
+}
 
 /// One machine's last timestamp as the old deployment recorded it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -38,31 +125,46 @@ pub struct OldMachine {
 pub struct Plan {
     /// Every machine found.
     pub machines: Vec<OldMachine>,
-    /// The latest timestamp found, if any.
+    /// The latest known timestamp found (stamps before the old epoch are not known ones), if any.
     pub latest_ms: Option<u64>,
     /// The safe-guard added for bindings that may still be live.
     pub safe_guard: Duration,
-    /// The `not_before` to write: `latest + safe_guard`.
+    /// The operator's bound ([`Options::not_before_ms`]), if given.
+    pub operator_not_before_ms: Option<u64>,
+    /// The `not_before` to write: `latest + safe_guard`, and at least the operator's bound.
     pub not_before: u64,
 }
 
-/// Computes the plan for `machines`. Fails when nothing was found: migrating from an empty or misnamed old
-/// namespace is almost certainly a mistake.
-pub fn plan(machines: Vec<OldMachine>, safe_guard: Duration) -> Result<Plan, Error> {
-    let latest_ms = machines.iter().map(|m| m.last_timestamp_ms).max();
-    let Some(latest) = latest_ms else {
-        return Err(ConfigError::new(
-            "old namespace",
-            "(no machines found)",
-            "an old namespace with at least one machine record",
-        )
-        .into());
-    };
+/// Computes the plan for `machines`. Fails when nothing was found, and when a stamp is unknown (before the old
+/// epoch) and the operator gave no `not_before`.
+pub fn plan(machines: Vec<OldMachine>, options: &Options) -> Result<Plan, MigrateError> {
+    if machines.is_empty() {
+        return Err(MigrateError::NoMachines);
+    }
+    if let Some(t) = options.not_before_ms.filter(|t| *t < OLD_EPOCH_MS) {
+        return Err(MigrateError::NotBeforeTooEarly { not_before_ms: t });
+    }
+    let unknown: Vec<OldMachine> = machines
+        .iter()
+        .filter(|m| m.last_timestamp_ms < OLD_EPOCH_MS)
+        .cloned()
+        .collect();
+    if !unknown.is_empty() && options.not_before_ms.is_none() {
+        return Err(MigrateError::UnknownStamps { machines: unknown });
+    }
+    let latest_ms = machines
+        .iter()
+        .map(|m| m.last_timestamp_ms)
+        .filter(|t| *t >= OLD_EPOCH_MS)
+        .max();
+    let safe_guard_ms = u64::try_from(options.safe_guard.as_millis()).unwrap_or(u64::MAX);
+    let known = latest_ms.map_or(0, |l| l.saturating_add(safe_guard_ms));
     Ok(Plan {
         machines,
         latest_ms,
-        safe_guard,
-        not_before: latest.saturating_add(safe_guard.as_millis() as u64),
+        safe_guard: options.safe_guard,
+        operator_not_before_ms: options.not_before_ms,
+        not_before: known.max(options.not_before_ms.unwrap_or(0)),
     })
 }
 
@@ -76,6 +178,21 @@ pub async fn apply(
     store
         .raise_not_before(namespace, config, plan.not_before)
         .await
+}
+
+/// Parses a time given by an operator (`--not-before`): RFC 3339 (`2026-12-01T21:00:00Z`) or Unix milliseconds.
+pub fn parse_time(setting: &str, v: &str) -> Result<u64, ConfigError> {
+    let expected = "a time as RFC 3339 (2026-12-01T21:00:00Z) or Unix milliseconds";
+    if !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()) {
+        return v
+            .parse()
+            .map_err(|_| ConfigError::new(setting, v, expected));
+    }
+    humantime::parse_rfc3339_weak(v)
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .and_then(|d| u64::try_from(d.as_millis()).ok())
+        .ok_or_else(|| ConfigError::new(setting, v, expected))
 }
 
 /// Reads an old timestamp (decimal text), in ms.
@@ -257,11 +374,81 @@ mod tests {
             secs.last_timestamp_ms, 1_764_460_001_000,
             "seconds read as the larger value"
         );
-        let p = plan(vec![a, b, secs], DEFAULT_SAFE_GUARD).unwrap();
+        let p = plan(vec![a, b, secs], &Options::default()).unwrap();
         assert_eq!(p.not_before, 1_764_460_005_000 + 300_000);
         assert!(parse_itc_entry("x", "3-1764460000000").is_err());
         assert!(parse_itc_entry("x", "a|1").is_err());
         assert!(parse_revert_entry("x", "1").is_err());
-        assert!(plan(Vec::new(), DEFAULT_SAFE_GUARD).is_err());
+        assert_eq!(
+            plan(Vec::new(), &Options::default()),
+            Err(MigrateError::NoMachines)
+        );
+    }
+
+    #[test]
+    fn parses_operator_times() {
+        assert_eq!(
+            parse_time("t", "2026-12-01T21:00:00Z").unwrap(),
+            1_796_158_800_000
+        );
+        assert_eq!(parse_time("t", "1796158800000").unwrap(), 1_796_158_800_000);
+        for bad in [
+            "",
+            "yesterday",
+            "2026-13-01T00:00:00Z",
+            "99999999999999999999999",
+        ] {
+            let e = parse_time("--not-before", bad).unwrap_err();
+            assert_eq!(e.setting, "--not-before", "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_stamp_before_the_old_epoch_is_unknown_not_old() {
+        // CosId 1.8.x: `machineId|0` written at distribution and never updated.
+        let zero = parse_itc_entry("10.0.0.9:8080", "7|0").unwrap();
+        let known = parse_revert_entry("4", "1764460005000").unwrap();
+        let err = plan(vec![known.clone(), zero.clone()], &Options::default()).unwrap_err();
+        assert_eq!(
+            err,
+            MigrateError::UnknownStamps {
+                machines: vec![zero.clone()]
+            }
+        );
+        let text = err.to_string();
+        assert!(
+            text.contains("machine 7") && text.contains("10.0.0.9:8080"),
+            "{text}"
+        );
+        assert_eq!(Error::from(err).code(), "CONFIG");
+        // Just before the epoch is as unknown as 0.
+        let early = parse_revert_entry("5", &(OLD_EPOCH_MS - 1).to_string()).unwrap();
+        assert!(plan(vec![early], &Options::default()).is_err());
+
+        // The operator's bound makes it plannable, and is a floor of its own.
+        let stopped = 1_764_470_000_000;
+        let options = Options {
+            not_before_ms: Some(stopped),
+            ..Options::default()
+        };
+        let p = plan(vec![known.clone(), zero.clone()], &options).unwrap();
+        assert_eq!(p.latest_ms, Some(1_764_460_005_000));
+        assert_eq!(p.not_before, stopped);
+        // A known stamp plus the safe-guard past the operator's bound still wins.
+        let late = parse_revert_entry("6", "1764469900000").unwrap();
+        let p = plan(vec![late, zero.clone()], &options).unwrap();
+        assert_eq!(p.not_before, 1_764_469_900_000 + 300_000);
+        // Only unknown stamps: the operator's bound alone.
+        let p = plan(vec![zero.clone()], &options).unwrap();
+        assert_eq!((p.latest_ms, p.not_before), (None, stopped));
+        // A bound before the epoch is no bound.
+        let options = Options {
+            not_before_ms: Some(0),
+            ..Options::default()
+        };
+        assert_eq!(
+            plan(vec![zero], &options),
+            Err(MigrateError::NotBeforeTooEarly { not_before_ms: 0 })
+        );
     }
 }

@@ -28,6 +28,35 @@ fn url(var: &str) -> Option<String> {
     url
 }
 
+fn options(not_before_ms: Option<u64>) -> migrate::Options {
+    migrate::Options {
+        safe_guard: SAFE_GUARD,
+        not_before_ms,
+    }
+}
+
+/// A stamp of `0` (CosId 1.8.x's `machineId|0`, or a row never stamped) is unknown: refused, naming the machine
+/// and instance, until the operator gives a time; then `not_before` is at least that time.
+fn refuses_the_zero_stamp(machines: Vec<OldMachine>, machine_id: u64, instance: &str) {
+    let err = migrate::plan(machines.clone(), &options(None)).unwrap_err();
+    match &err {
+        migrate::MigrateError::UnknownStamps { machines } => {
+            assert_eq!(machines.len(), 1, "{err}");
+            assert_eq!(machines[0].machine_id, machine_id);
+            assert_eq!(machines[0].last_timestamp_ms, 0);
+        }
+        other => panic!("not UnknownStamps: {other}"),
+    }
+    let text = err.to_string();
+    assert!(
+        text.contains(&format!("machine {machine_id}")) && text.contains(instance),
+        "{text}"
+    );
+    let stopped = SystemClock.now_ms() + 60_000;
+    let plan = migrate::plan(machines, &options(Some(stopped))).unwrap();
+    assert_eq!(plan.not_before, stopped);
+}
+
 fn unique(prefix: &str) -> String {
     format!("{prefix}-{}", uuid::Uuid::new_v4().simple())
 }
@@ -41,7 +70,7 @@ fn old_timestamps() -> (u64, u64, u64) {
 /// Applies the migration to `store` for a new namespace and checks the first id of a runtime on it.
 async fn migrate_and_check(store: Arc<dyn LeaseStore>, machines: Vec<OldMachine>, latest: u64) {
     assert_eq!(machines.len(), 3, "{machines:?}");
-    let plan = migrate::plan(machines, SAFE_GUARD).unwrap();
+    let plan = migrate::plan(machines, &options(None)).unwrap();
     assert_eq!(plan.latest_ms, Some(latest));
     assert_eq!(plan.not_before, latest + SAFE_GUARD.as_millis() as u64);
     let ns = Namespace::new(unique("migrated")).unwrap();
@@ -108,6 +137,12 @@ async fn from_the_old_redis_layout() {
         .unwrap();
     migrate_and_check(store, machines, t2).await;
 
+    // CosId 1.8.x's stamp, written at distribution and never updated.
+    let _: () = conn.hset(&itc, "10.0.0.4:8080", "9|0").await.unwrap();
+    let machines = migrate::read_redis(&url, &old_ns).await.unwrap();
+    refuses_the_zero_stamp(machines, 9, "10.0.0.4:8080");
+    let _: () = conn.hdel(&itc, "10.0.0.4:8080").await.unwrap();
+
     // A damaged entry is an error, never skipped.
     let _: () = conn.hset(&itc, "10.0.0.3:8080", "oops").await.unwrap();
     assert!(matches!(
@@ -162,6 +197,17 @@ async fn from_the_old_postgres_table() {
         .await
         .unwrap();
     migrate_and_check(store, machines, t2).await;
+
+    // A row whose stamp was never written keeps the column's default, 0.
+    client
+        .execute(
+            "INSERT INTO cosid_machine (name, namespace, machine_id, instance_id) VALUES ($1, $2, 9, '10.0.0.4:8080')",
+            &[&format!("{old_ns}.9"), &old_ns],
+        )
+        .await
+        .unwrap();
+    let machines = migrate::read_postgres(&url, &old_ns).await.unwrap();
+    refuses_the_zero_stamp(machines, 9, "10.0.0.4:8080");
 }
 
 #[cfg(feature = "mysql")]
@@ -207,4 +253,14 @@ async fn from_the_old_mysql_table() {
         .await
         .unwrap();
     migrate_and_check(store, machines, t2).await;
+
+    // A row whose stamp was never written keeps the column's default, 0.
+    conn.exec_drop(
+        "INSERT INTO cosid_machine (name, namespace, machine_id, instance_id) VALUES (?, ?, 9, '10.0.0.4:8080')",
+        (format!("{old_ns}.9"), &old_ns),
+    )
+    .await
+    .unwrap();
+    let machines = migrate::read_mysql(&url, &old_ns).await.unwrap();
+    refuses_the_zero_stamp(machines, 9, "10.0.0.4:8080");
 }

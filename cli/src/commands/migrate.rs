@@ -18,12 +18,16 @@ pub struct Args {
     /// Where the old deployment kept its state: redis://..., postgres://... or mysql://...
     #[arg(long, value_name = "URL")]
     from: String,
-    /// The old deployment's namespace
+    /// The old deployment's namespace; also the new one unless --namespace (or COSID_NAMESPACE) is given
     #[arg(long, value_name = "NAME")]
     old_namespace: String,
     /// Added for bindings that may still be live (the old safe-guard duration)
     #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = duration)]
     safe_guard: Duration,
+    /// No old id is later than TIME (RFC 3339, e.g. 2026-12-01T21:00:00Z, or Unix ms): when the stopped old
+    /// deployment issued its last id. Needed when an old stamp is unknown (CosId 1.8.x's `machineId|0`)
+    #[arg(long, value_name = "TIME", value_parser = time_ms)]
+    not_before: Option<u64>,
     /// Write a static slot's state file instead of the store's namespace record (default: the state file of a
     /// static: COSID_STORE)
     #[arg(long, value_name = "PATH")]
@@ -34,13 +38,30 @@ pub struct Args {
 }
 
 fn duration(v: &str) -> Result<Duration, String> {
-    cosid::config::parse_duration("--safe-guard", v).map_err(|e| e.to_string())
+    cosid::config::parse_duration_in("--safe-guard", v, cosid::config::SAFE_GUARD_RANGE)
+        .map_err(|e| e.to_string())
+}
+
+fn time_ms(v: &str) -> Result<u64, String> {
+    migrate::parse_time("--not-before", v).map_err(|e| e.to_string())
 }
 
 /// Reads the old state, computes `not_before`, and writes it (unless `--dry-run`).
-pub fn run(args: &Args, config: &Config) -> Result<(), Failure> {
+///
+/// `namespace_given` says whether the new namespace was configured (flag or variable); if not, the new
+/// namespace is the old one's name, so that a forgotten `--namespace` does not migrate into `default`.
+pub fn run(args: &Args, config: &Config, namespace_given: bool) -> Result<(), Failure> {
+    let mut config = config.clone();
+    if !namespace_given {
+        config.namespace = args.old_namespace.clone();
+    }
+    let config = &config;
     let machines = read_old(&args.from, &args.old_namespace)?;
-    let plan = migrate::plan(machines, args.safe_guard)?;
+    let options = migrate::Options {
+        safe_guard: args.safe_guard,
+        not_before_ms: args.not_before,
+    };
+    let plan = migrate::plan(machines, &options).map_err(cosid::Error::from)?;
     let mut out = std::io::stdout().lock();
     for m in &plan.machines {
         writeln!(
@@ -56,14 +77,27 @@ pub fn run(args: &Args, config: &Config) -> Result<(), Failure> {
                 .unwrap_or_default()
         )?;
     }
-    writeln!(
-        out,
-        "not_before = latest {} + safe-guard {} ms = {} ({})",
-        plan.latest_ms.unwrap_or(0),
-        plan.safe_guard.as_millis(),
-        plan.not_before,
-        rfc3339(plan.not_before)
-    )?;
+    let known = match plan.latest_ms {
+        Some(latest) => format!(
+            "latest {latest} + safe-guard {} ms",
+            plan.safe_guard.as_millis()
+        ),
+        None => "no known stamp".to_owned(),
+    };
+    match plan.operator_not_before_ms {
+        Some(given) => writeln!(
+            out,
+            "not_before = max({known}, --not-before {given}) = {} ({})",
+            plan.not_before,
+            rfc3339(plan.not_before)
+        )?,
+        None => writeln!(
+            out,
+            "not_before = {known} = {} ({})",
+            plan.not_before,
+            rfc3339(plan.not_before)
+        )?,
+    }
     let hostname = static_slot::hostname();
     let static_target = match (&args.state_file, &config.store) {
         (Some(path), _) => {
@@ -144,8 +178,10 @@ fn read_old(url: &str, old_ns: &str) -> Result<Vec<OldMachine>, Failure> {
         .build()
         .map_err(|e| Failure::runtime("RUNTIME", format!("cannot start an async runtime: {e}")))?;
     let scheme = url.split_once("://").map_or("", |(s, _)| s);
+    // The URL is shown with its secrets replaced: it is an error message, and may end up in a log.
+    let shown = cosid::store::redacted(url);
     let failed = |e: cosid::store::StoreError| {
-        Failure::from(cosid::Error::from(e)).context(&format!("reading {url}"))
+        Failure::from(cosid::Error::from(e)).context(&format!("reading {shown}"))
     };
     match scheme {
         #[cfg(feature = "redis")]
@@ -162,7 +198,7 @@ fn read_old(url: &str, old_ns: &str) -> Result<Vec<OldMachine>, Failure> {
         }
         _ => Err(Failure::usage(
             "CONFIG",
-            format!("--from {url:?}: expected a redis://, postgres:// or mysql:// URL of the old deployment"),
+            format!("--from {shown:?}: expected a redis://, postgres:// or mysql:// URL of the old deployment"),
         )),
     }
 }

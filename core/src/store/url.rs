@@ -91,7 +91,7 @@ impl std::fmt::Display for StoreUrl {
 }
 
 /// `url` with its password replaced by `***`, for messages and logs. Works on URLs that do not parse, too.
-pub(crate) fn redacted(url: &str) -> String {
+pub fn redacted(url: &str) -> String {
     let Some(start) = url.find("://").map(|i| i + 3) else {
         return url.to_owned();
     };
