@@ -271,6 +271,21 @@ pub const AHEAD_RANGE: DurationRange = DurationRange::ms(100, DAY);
 /// `cosid migrate --safe-guard`: 0 to 30 days.
 pub const SAFE_GUARD_RANGE: DurationRange = DurationRange::ms(0, 30 * DAY);
 
+/// The range of the duration setting `key` (`ttl`, `tolerance`, `acquire_timeout`, `max_wait`, `backwards_wait`,
+/// `ahead`, `safe_guard`); `None` for any other key.
+pub fn duration_range(key: &str) -> Option<DurationRange> {
+    Some(match key {
+        "ttl" => TTL_RANGE,
+        "tolerance" => TOLERANCE_RANGE,
+        "acquire_timeout" => ACQUIRE_TIMEOUT_RANGE,
+        "max_wait" => MAX_WAIT_RANGE,
+        "backwards_wait" => BACKWARDS_WAIT_RANGE,
+        "ahead" => AHEAD_RANGE,
+        "safe_guard" => SAFE_GUARD_RANGE,
+        _ => return None,
+    })
+}
+
 /// The longest duration [`parse_duration`] returns; settings have tighter [`DurationRange`]s.
 const LONGEST: Duration = Duration::from_millis(100 * 365 * DAY);
 

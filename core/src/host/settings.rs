@@ -375,7 +375,10 @@ impl Settings {
                 let parsed = match v {
                     Value::Unset => None,
                     Value::Duration(d) => Some(d),
-                    Value::Text(t) => Some(parse_duration(name, t)?),
+                    Value::Text(t) => Some(match crate::config::duration_range(setting.key) {
+                        Some(range) => crate::config::parse_duration_in(name, t, range)?,
+                        None => parse_duration(name, t)?,
+                    }),
                     _ => return Err(wrong("a duration with a unit, like 30s or 500ms")),
                 };
                 match setting.key {
