@@ -58,6 +58,9 @@ bash .ci/python.sh
 step "Node package"
 bash .ci/node.sh
 
+step "interop: migration from the real CosId (Java)"
+bash .ci/interop.sh
+
 step "chaos: real Redis under faults, and the negative control"
 bash .ci/chaos.sh
 
