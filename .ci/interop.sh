@@ -21,7 +21,7 @@ export CARGO_TERM_COLOR=never
 log() { echo "interop.sh: $*" >&2; }
 
 # The CosId lines tested: 2.13.0 (guards its machine id) and 1.8.6 (writes `machineId|0` and never updates it).
-lines=(2.13.0)
+lines=(2.13.0 1.8.6)
 profile_of() { case "$1" in 2.*) echo cosid-2 ;; 1.*) echo cosid-1 ;; esac; }
 
 need=()

@@ -388,8 +388,8 @@ def scenario(java, cli_path, out_root):
                 unnamed = [name for name in zero if name not in r.stderr]
                 if unnamed:
                     raise Failed(f"cosid migrate refused without naming instance(s) {unnamed}: {r.stderr.strip()}")
-                log(f"cosid migrate refused the `|0` stamps of {zero}, as it must (exit {r.returncode}): "
-                    f"{r.stderr.strip()}")
+                log(f"cosid migrate refused the `|0` stamps of {zero}, as it must (exit {r.returncode}); "
+                    f"again with --not-before {killed_at} (the kills)")
                 r = cli.run(*base, "--not-before", str(killed_at), env=cli.env(), check=False)
         print(r.stdout, end="", flush=True)
         if r.returncode != 0:
