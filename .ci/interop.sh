@@ -15,6 +15,7 @@
 # Installs what is missing from Debian's packages (needs root): a JDK 17+, Maven, redis-server, faketime. Maven
 # fetches CosId and its dependencies from Maven Central into ~/.m2. Settings (environment):
 #   COSID_INTEROP_OUT   where the run folders go (default ${TMPDIR:-/tmp}/cosid-interop)
+#   COSID_INTEROP_KEEP  set: keep the folders of passed runs too (a failed run's folder is always kept)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TERM_COLOR=never

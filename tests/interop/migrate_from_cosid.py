@@ -24,6 +24,7 @@ import argparse
 import json
 import os
 import random
+import shutil
 import re
 import signal
 import socket
@@ -316,7 +317,7 @@ def scenario(java, cli_path, out_root):
     redis = Redis(folder)
     cli = Cli(cli_path, redis)
     instances = []
-    summary = {}
+    passed = False
     try:
         # 1. The old deployment.
         for name, run_ms in (("stop-a", STOP_MS), ("stop-b", STOP_MS), ("crash-a", 3_600_000),
@@ -431,6 +432,7 @@ def scenario(java, cli_path, out_root):
         log(f"formats: {checks} checks agree both ways (decimal, friendly in UTC, padded base-62)")
         summary = {"java_ids": len(java_ids), "cosid_ids": len(cosid_ids), "negative": neg_dups,
                    "duplicates": pos_dups, "formats": checks}
+        passed = True
         return summary
     finally:
         for inst in instances:
@@ -438,6 +440,11 @@ def scenario(java, cli_path, out_root):
                 inst.proc.kill()
                 inst.proc.wait()
         redis.stop()
+        # A passed run's ids (some 40 MB) are not kept; a failed run's folder is, for a look.
+        if passed and not os.environ.get("COSID_INTEROP_KEEP"):
+            shutil.rmtree(folder, ignore_errors=True)
+        else:
+            log(f"kept {folder}")
 
 
 def main():
