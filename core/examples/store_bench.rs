@@ -21,6 +21,7 @@ use std::time::{Duration, Instant};
 const CONFIG: NamespaceConfig = NamespaceConfig {
     bits: 10,
     tolerance_ms: 1_000,
+    layout: cosid::Layout::millis(),
 };
 const TTL_MS: u64 = 30_000;
 const CLIENTS: usize = 8;

@@ -140,28 +140,46 @@ impl Shared {
         *lock(&self.lease) = (lease.clone(), state);
     }
 
-    /// What went backwards if `lease`, a new grant, is below what this runtime saw of its slot before.
-    fn regression(&self, lease: &SlotLease) -> Option<(String, u64)> {
-        let (fence, ceiling) = *lock(&self.seen).get(&lease.slot)?;
-        if lease.fence <= fence {
-            Some((
-                format!(
-                    "fence {} granted, but this runtime held fence {fence}",
-                    lease.fence
-                ),
-                ceiling,
-            ))
+    /// The highest ceiling the store ever granted this runtime, on any slot.
+    fn highest_ceiling(&self) -> u64 {
+        lock(&self.seen)
+            .values()
+            .map(|&(_, c)| c)
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// Whether `lease`, a new grant, may be used; if not, what went backwards.
+    ///
+    /// A grant below what this runtime saw of its slot before (a fence not above the one it held, a floor below
+    /// its ceiling) is evidence that the store lost writes. A grant whose floor is at or above every ceiling this
+    /// runtime was ever granted is safe for all it issued whatever its fence: that is what a recovery (a raised
+    /// `not_before`) produces, and taking it ends the recovery in one acquisition. Its slot's history starts over
+    /// from it, so a later loss is measured against the new grant.
+    fn check_grant(&self, lease: &SlotLease) -> Result<(), String> {
+        let highest = self.highest_ceiling();
+        let mut seen = lock(&self.seen);
+        let Some(&(fence, ceiling)) = seen.get(&lease.slot) else {
+            return Ok(());
+        };
+        let evidence = if lease.fence <= fence {
+            format!(
+                "fence {} granted, but this runtime held fence {fence}",
+                lease.fence
+            )
         } else if lease.floor < ceiling {
-            Some((
-                format!(
-                    "floor {} granted, below the ceiling {ceiling} this runtime held",
-                    lease.floor
-                ),
-                ceiling,
-            ))
+            format!(
+                "floor {} granted, below the ceiling {ceiling} this runtime held",
+                lease.floor
+            )
         } else {
-            None
+            return Ok(());
+        };
+        if lease.floor >= highest {
+            seen.insert(lease.slot, (lease.fence, lease.ceiling));
+            return Ok(());
         }
+        Err(evidence)
     }
 
     pub(crate) fn set_state(&self, state: State) {
@@ -297,21 +315,25 @@ impl Keeper {
                         || renewed.ceiling < lease.ceiling =>
                 {
                     // A renewal can only keep the fence and floor and raise the ceiling: anything else means the
-                    // store's record went backwards under this lease. Stop issuing on it at once.
-                    shared.generator.invalidate();
-                    shared.set_state(State::Reacquiring);
+                    // store's record went backwards under this lease.
                     let detail = format!(
                         "renewal returned fence {}, floor {}, ceiling {} for a lease with fence {}, floor {}, ceiling {}",
                         renewed.fence, renewed.floor, renewed.ceiling, lease.fence, lease.floor, lease.ceiling
                     );
-                    self.refuse(
-                        &shared,
-                        &renewed,
-                        detail,
-                        lease.ceiling.max(renewed.ceiling),
-                    )
-                    .await;
-                    if !self.reacquire(&shared, &mut stop).await {
+                    if !self
+                        .lost_writes(&shared, lease.slot, detail, &mut stop)
+                        .await
+                    {
+                        return None;
+                    }
+                    wait = period;
+                    backoff = MIN_BACKOFF;
+                }
+                Err(e @ StoreError::Regression { .. }) => {
+                    if !self
+                        .lost_writes(&shared, lease.slot, e.to_string(), &mut stop)
+                        .await
+                    {
                         return None;
                     }
                     wait = period;
@@ -358,19 +380,119 @@ impl Keeper {
         self.release(&shared).await
     }
 
+    /// The store lost writes under this runtime's lease: stops issuing at once, raises the alarm, makes the
+    /// namespace safe to grant from again, then acquires a new slot. Returns false on shutdown.
+    async fn lost_writes(
+        &self,
+        shared: &Shared,
+        slot: u32,
+        detail: String,
+        stop: &mut watch::Receiver<bool>,
+    ) -> bool {
+        shared.generator.invalidate();
+        shared.set_state(State::Reacquiring);
+        self.alarm(shared, slot, detail);
+        self.recover(shared, stop).await && self.reacquire(shared, stop).await
+    }
+
+    fn alarm(&self, shared: &Shared, slot: u32, detail: String) {
+        tracing::error!(slot, %detail, "cosid: the store lost writes; not issuing until the namespace is safe again");
+        shared.emit(Event::StoreRegression { slot, detail });
+    }
+
+    /// After lost writes, raises the namespace's `not_before` past every window that could have been granted
+    /// before the loss, so that no grant made from the damaged records can reach back into one: the store's time
+    /// plus ttl and tolerance bounds every window granted or renewed until now (by runtimes with this ttl), and
+    /// the highest ceiling this runtime was granted bounds its own. Every grant's floor is at least `not_before`,
+    /// whether its slot record survived, was recreated, or never existed. Retries until done; false on shutdown.
+    async fn recover(&self, shared: &Shared, stop: &mut watch::Receiver<bool>) -> bool {
+        let mut backoff = MIN_BACKOFF;
+        loop {
+            let attempt = async {
+                let inspection = self.store.inspect(&self.namespace).await?;
+                let bound = inspection
+                    .store_now
+                    .saturating_add(self.request.ttl_ms)
+                    .saturating_add(self.ns_config.tolerance_ms)
+                    .max(shared.highest_ceiling());
+                match self
+                    .store
+                    .raise_not_before(&self.namespace, &self.ns_config, bound)
+                    .await
+                {
+                    // Already higher: someone recovered first, which is as good.
+                    Ok(_) | Err(StoreError::NotBeforeLowered { .. }) => Ok(bound),
+                    Err(e) => Err(e),
+                }
+            };
+            let bounded = tokio::time::timeout(self.ttl(), attempt);
+            let result = tokio::select! {
+                r = bounded => r.unwrap_or_else(|_| Err(StoreError::Unavailable {
+                    store: self.store.kind(),
+                    source: format!("no answer to the recovery within {} ms", self.ttl().as_millis()).into(),
+                })),
+                _ = stop.changed() => return self.closed(shared),
+            };
+            match result {
+                Ok(bound) => {
+                    tracing::warn!(
+                        not_before = bound,
+                        "cosid: raised the namespace's not_before after lost writes"
+                    );
+                    return true;
+                }
+                Err(e) => shared.emit(Event::RenewFailed {
+                    slot: shared.current_lease().slot,
+                    error: format!("raising not_before after lost writes: {e}"),
+                    retry_in_ms: backoff.as_millis() as u64,
+                }),
+            }
+            tokio::select! {
+                _ = tokio::time::sleep(backoff) => {}
+                _ = stop.changed() => return self.closed(shared),
+            }
+            backoff = (backoff * 2).min(self.ttl() / 6).max(MIN_BACKOFF);
+        }
+    }
+
+    fn closed(&self, shared: &Shared) -> bool {
+        shared.generator.seal();
+        shared.set_state(State::Closed);
+        false
+    }
+
     /// Acquires a new slot after a loss, until it succeeds or shutdown is asked. Returns false on shutdown.
     async fn reacquire(&self, shared: &Shared, stop: &mut watch::Receiver<bool>) -> bool {
         let mut backoff = MIN_BACKOFF;
         loop {
             tokio::select! {
                 r = self.acquire(self.ttl()) => match r {
-                    Ok(acquired) => match shared.regression(&acquired.lease) {
-                        None => {
+                    Ok(acquired) => match shared.check_grant(&acquired.lease) {
+                        Ok(()) => {
                             self.install(shared, &acquired);
                             return true;
                         }
-                        Some((detail, ceiling)) => self.refuse(shared, &acquired.lease, detail, ceiling).await,
+                        Err(detail) => {
+                            // Never issue on it; give it back with the ceiling this runtime knows was used, which
+                            // lifts the slot's next_floor above every timestamp issued on it. Then recover.
+                            let lease = &acquired.lease;
+                            self.alarm(shared, lease.slot, detail);
+                            if let Err(e) = self.store.release(lease, Some(shared.highest_ceiling())).await {
+                                tracing::warn!(error = %e, slot = lease.slot, "cosid: could not give back a refused slot");
+                            }
+                            if !self.recover(shared, stop).await {
+                                return false;
+                            }
+                            continue;
+                        }
                     },
+                    Err(e @ StoreError::Regression { .. }) => {
+                        self.alarm(shared, shared.current_lease().slot, e.to_string());
+                        if !self.recover(shared, stop).await {
+                            return false;
+                        }
+                        continue;
+                    }
                     Err(e) => {
                         shared.emit(Event::RenewFailed {
                             slot: shared.current_lease().slot,
@@ -379,34 +501,13 @@ impl Keeper {
                         });
                     }
                 },
-                _ = stop.changed() => {
-                    shared.generator.seal();
-                    shared.set_state(State::Closed);
-                    return false;
-                }
+                _ = stop.changed() => return self.closed(shared),
             }
             tokio::select! {
                 _ = tokio::time::sleep(backoff) => {}
-                _ = stop.changed() => {
-                    shared.generator.seal();
-                    shared.set_state(State::Closed);
-                    return false;
-                }
+                _ = stop.changed() => return self.closed(shared),
             }
             backoff = (backoff * 2).min(self.ttl() / 6).max(MIN_BACKOFF);
-        }
-    }
-
-    /// Refuses a slot whose record went backwards: never issues on it, and gives it back with the ceiling this
-    /// runtime knows was used, which lifts the slot's `next_floor` back above every timestamp issued on it.
-    async fn refuse(&self, shared: &Shared, lease: &SlotLease, detail: String, ceiling: u64) {
-        tracing::error!(slot = lease.slot, %detail, "cosid: the store lost writes; refusing the slot");
-        shared.emit(Event::StoreRegression {
-            slot: lease.slot,
-            detail,
-        });
-        if let Err(e) = self.store.release(lease, Some(ceiling)).await {
-            tracing::warn!(error = %e, slot = lease.slot, "cosid: could not give back a refused slot");
         }
     }
 

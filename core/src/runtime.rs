@@ -348,6 +348,7 @@ impl Builder {
                 ns_config: NamespaceConfig {
                     bits: config.bits,
                     tolerance_ms: config.tolerance.as_millis() as u64,
+                    layout: config.layout,
                 },
                 request: AcquireRequest {
                     owner,

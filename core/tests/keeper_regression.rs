@@ -3,7 +3,7 @@
 //! only issues again on a window above it.
 
 use cosid::clock::SystemClock;
-use cosid::lease::Namespace;
+use cosid::lease::{Namespace, SlotRecord};
 use cosid::store::MemoryStore;
 use cosid::{Event, Runtime};
 use std::collections::HashSet;
@@ -71,4 +71,74 @@ fn a_store_that_forgets_its_leases_raises_the_alarm_and_is_not_trusted() {
             "id at {ts} inside the window this runtime already used (ceiling {held_ceiling})"
         );
     }
+}
+
+/// Recovery after lost writes takes one raise of `not_before` and one acquisition, however high the fence the
+/// runtime held: a grant whose floor is past every ceiling this runtime was granted is safe whatever its fence, so
+/// it is not refused again and again while the store's fence climbs back (fence 201 once cost 101 alarms).
+#[test]
+fn recovery_takes_one_alarm_and_one_acquisition_whatever_the_old_fence() {
+    let store = MemoryStore::new(Arc::new(SystemClock));
+    let ns = Namespace::new("regress-fence").unwrap();
+    // Slot 0 changed hands 100 times before this runtime starts.
+    store.put_raw(
+        &ns,
+        SlotRecord {
+            slot: 0,
+            owner: None,
+            last_owner_key: Some("before".into()),
+            fence: 200,
+            expires_at: 0,
+            floor: 0,
+            ceiling: 0,
+            next_floor: 0,
+        },
+    );
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let log = events.clone();
+    let rt = Runtime::builder()
+        .store_instance(Arc::new(store.clone()))
+        .namespace("regress-fence")
+        .bits(1)
+        .ttl(Duration::from_millis(300))
+        .tolerance(Duration::from_millis(50))
+        .subscribe(move |e| log.lock().unwrap().push(e.clone()))
+        .build()
+        .unwrap();
+    assert_eq!((rt.status().slot, rt.status().fence), (0, 201));
+    let mut ids = HashSet::new();
+    for _ in 0..1_000 {
+        assert!(ids.insert(rt.next_id().unwrap()));
+    }
+
+    store.forget(&ns);
+
+    let count =
+        |pred: fn(&Event) -> bool| events.lock().unwrap().iter().filter(|e| pred(e)).count();
+    let acquired_before = count(|e| matches!(e, Event::Acquired { .. }));
+    let deadline = Instant::now() + Duration::from_secs(10);
+    // Issue until the runtime issues again on a new window, then for three more renewal periods.
+    let mut settled: Option<Instant> = None;
+    while settled.is_none_or(|t| t.elapsed() < Duration::from_millis(300)) {
+        assert!(
+            Instant::now() < deadline,
+            "not issuing again within 10 s: {:?}",
+            events.lock().unwrap()
+        );
+        if let Ok(id) = rt.next_id() {
+            assert!(ids.insert(id), "{id} repeated");
+            if count(|e| matches!(e, Event::StoreRegression { .. })) > 0 {
+                settled.get_or_insert_with(Instant::now);
+            }
+        }
+    }
+    let alarms = count(|e| matches!(e, Event::StoreRegression { .. }));
+    let acquisitions = count(|e| matches!(e, Event::Acquired { .. })) - acquired_before;
+    assert_eq!(
+        (alarms, acquisitions),
+        (1, 1),
+        "one alarm and one acquisition: {:?}",
+        events.lock().unwrap()
+    );
+    rt.shutdown();
 }

@@ -18,6 +18,7 @@ const SAFE_GUARD: Duration = Duration::from_millis(700);
 const CONFIG: NamespaceConfig = NamespaceConfig {
     bits: 10,
     tolerance_ms: 1_000,
+    layout: cosid::Layout::millis(),
 };
 
 fn url(var: &str) -> Option<String> {

@@ -194,6 +194,7 @@ impl ProtocolModel {
                 bits: 0,
                 tolerance_ms: TOL,
                 not_before: 0,
+                layout: None,
             },
             owners: (0..HOLDERS as u8 * (RESTARTS + 1))
                 .map(|inc| Owner {
@@ -247,12 +248,30 @@ impl ProtocolModel {
             slot: 0,
             owner: self.owner(l.inc),
             fence: l.fence.into(),
-            // The store reads only the owner and the fence of a lease it renews or releases.
+            // The store reads the owner and the fence of a lease it renews or releases, and at a matching fence
+            // its floor and ceiling (see `held_lease`).
             expires_at: 0,
             floor: l.floor.into(),
             ceiling: l.ceiling.into(),
             store_now: 0,
         }
+    }
+
+    /// The lease a renewal or release of `(inc, fence)` stands for. Messages carry only the owner and fence (a
+    /// smaller state space); the store in this model never loses writes, so at a matching fence the holder's floor
+    /// and ceiling are the record's floor and (renewals only raise it) at most its ceiling: take the record's.
+    fn held_lease(&self, current: Option<&SlotRecord>, inc: Inc, fence: u8) -> SlotLease {
+        let mut l = self.slot_lease(&Lease {
+            inc,
+            fence,
+            floor: 0,
+            ceiling: 0,
+        });
+        if let Some(r) = current.filter(|r| r.fence == l.fence && r.is_owned_by(&l.owner)) {
+            l.floor = r.floor;
+            l.ceiling = r.ceiling;
+        }
+        l
     }
 
     fn lease(l: &SlotLease) -> Lease {
@@ -317,13 +336,8 @@ impl ProtocolModel {
                 }
             }
             Msg::Renew { inc, fence } => {
-                let l = self.slot_lease(&Lease {
-                    inc,
-                    fence,
-                    floor: 0,
-                    ceiling: 0,
-                });
-                match protocol::renew(current.as_ref(), &l, TTL, TOL, now.into()) {
+                let l = self.held_lease(current.as_ref(), inc, fence);
+                match protocol::renew("model", current.as_ref(), &l, TTL, TOL, now.into()) {
                     Ok((record, renewed)) => {
                         self.write(s, &record);
                         send(
@@ -337,20 +351,19 @@ impl ProtocolModel {
                 }
             }
             Msg::Release { inc, fence, last } => {
-                let mut l = self.slot_lease(&Lease {
-                    inc,
-                    fence,
-                    floor: 0,
-                    ceiling: 0,
-                });
+                let mut l = self.held_lease(current.as_ref(), inc, fence);
                 if self.variant == Variant::ReleaseWithoutFenceCheck {
                     // The bug: whoever holds the slot now is released on this request's word.
-                    if let Some(holder) = current.as_ref().and_then(|r| r.owner.clone()) {
-                        l.owner = holder;
-                        l.fence = current.as_ref().map_or(0, |r| r.fence);
+                    if let Some(r) = current.as_ref().filter(|r| r.owner.is_some()) {
+                        l.owner = r.owner.clone().unwrap();
+                        l.fence = r.fence;
+                        l.floor = r.floor;
+                        l.ceiling = r.ceiling;
                     }
                 }
-                if let Ok(record) = protocol::release(current.as_ref(), &l, last.map(u64::from)) {
+                if let Ok(record) =
+                    protocol::release("model", current.as_ref(), &l, last.map(u64::from))
+                {
                     self.write(s, &record);
                     s.handed_over |= last.is_some();
                 }

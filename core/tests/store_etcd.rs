@@ -8,7 +8,9 @@
 mod conformance;
 
 use cosid::clock::{Clock, ManualClock};
-use cosid::lease::{AcquireRequest, Namespace, NamespaceConfig, Owner, SlotRecord};
+use cosid::lease::{
+    AcquireRequest, Namespace, NamespaceConfig, NamespaceRecord, Owner, SlotRecord,
+};
 use cosid::store::{EtcdStore, LeaseStore, StoreError, StoreUrl};
 use std::sync::Arc;
 
@@ -46,6 +48,16 @@ impl conformance::Target for Etcd {
             value.to_string().as_bytes(),
         )
         .await;
+    }
+
+    /// The record as versions before layouts were recorded wrote it: no `layout` field.
+    async fn put_old_namespace(&self, namespace: &Namespace, r: &NamespaceRecord) {
+        let value = serde_json::json!({
+            "bits": r.bits,
+            "tolerance_ms": r.tolerance_ms,
+            "not_before": r.not_before,
+        });
+        put_raw(&self.url, namespace, "ns", value.to_string().as_bytes()).await;
     }
 
     fn manual_clock(&self) -> Option<&ManualClock> {
@@ -106,6 +118,7 @@ async fn put_raw(url: &str, namespace: &Namespace, key: &str, value: &[u8]) {
 const CONFIG: NamespaceConfig = NamespaceConfig {
     bits: 5,
     tolerance_ms: 1_000,
+    layout: cosid::Layout::millis(),
 };
 const T0: u64 = 1_700_000_000_000;
 

@@ -3,7 +3,7 @@
 mod conformance;
 
 use cosid::clock::ManualClock;
-use cosid::lease::{Namespace, SlotRecord};
+use cosid::lease::{Namespace, NamespaceRecord, SlotRecord};
 use cosid::store::{LeaseStore, MemoryStore};
 use std::sync::Arc;
 
@@ -19,6 +19,16 @@ impl conformance::Target for Memory {
 
     async fn put_raw(&self, namespace: &Namespace, record: &SlotRecord) {
         self.store.put_raw(namespace, record.clone());
+    }
+
+    async fn put_old_namespace(&self, namespace: &Namespace, record: &NamespaceRecord) {
+        self.store.put_raw_namespace(
+            namespace,
+            NamespaceRecord {
+                layout: None,
+                ..*record
+            },
+        );
     }
 
     fn manual_clock(&self) -> Option<&ManualClock> {

@@ -8,7 +8,9 @@
 mod conformance;
 
 use cosid::clock::SystemClock;
-use cosid::lease::{AcquireRequest, Namespace, NamespaceConfig, Owner, SlotRecord};
+use cosid::lease::{
+    AcquireRequest, Namespace, NamespaceConfig, NamespaceRecord, Owner, SlotRecord,
+};
 use cosid::store::{LeaseStore, MysqlStore, StoreError, StoreUrl};
 use mysql_async::prelude::Queryable;
 use mysql_async::Value;
@@ -42,6 +44,25 @@ impl conformance::Target for Mysql {
             ],
         )
         .await;
+    }
+
+    async fn put_old_namespace(&self, namespace: &Namespace, r: &NamespaceRecord) {
+        let url = self.url.replacen("mariadb://", "mysql://", 1);
+        let mut conn = mysql_async::Conn::new(mysql_async::Opts::from_url(&url).unwrap())
+            .await
+            .unwrap();
+        conn.exec_drop(
+            "REPLACE INTO cosid_namespace (name, bits, tolerance_ms, not_before) VALUES (?, ?, ?, ?)",
+            (
+                namespace.encoded(),
+                r.bits,
+                r.tolerance_ms as i64,
+                r.not_before as i64,
+            ),
+        )
+        .await
+        .unwrap();
+        conn.disconnect().await.unwrap();
     }
 }
 
@@ -91,6 +112,7 @@ async fn put_raw_row(url: &str, namespace: &Namespace, values: Vec<Value>) {
 const CONFIG: NamespaceConfig = NamespaceConfig {
     bits: 5,
     tolerance_ms: 1_000,
+    layout: cosid::Layout::millis(),
 };
 
 /// A namespace no earlier run used, so tests can share one database.

@@ -10,7 +10,7 @@ mod conformance;
 
 use conformance::{fresh, Recorder, Target, CONFIG, LONG_TTL_MS};
 use cosid::generator::Waits;
-use cosid::lease::{AcquireRequest, Namespace, Owner, SlotRecord};
+use cosid::lease::{AcquireRequest, Namespace, NamespaceRecord, Owner, SlotRecord};
 use cosid::store::{LeaseStore, RedisStore, StoreError, StoreUrl};
 use cosid::{Error, Event, Runtime, State};
 use redis::AsyncCommands;
@@ -50,6 +50,24 @@ impl Target for Redis {
         let mut conn = self.raw.clone();
         let _: () = conn
             .hset(slots_key(ns), r.slot.to_string(), encode(r))
+            .await
+            .unwrap();
+    }
+
+    /// The hash as versions before layouts were recorded wrote it: three fields.
+    async fn put_old_namespace(&self, ns: &Namespace, r: &NamespaceRecord) {
+        let mut conn = self.raw.clone();
+        let key = RedisStore::namespace_key(ns);
+        let _: () = conn.del(&key).await.unwrap();
+        let _: () = conn
+            .hset_multiple(
+                &key,
+                &[
+                    ("bits", r.bits.to_string()),
+                    ("tolerance_ms", r.tolerance_ms.to_string()),
+                    ("not_before", r.not_before.to_string()),
+                ],
+            )
             .await
             .unwrap();
     }
@@ -270,18 +288,18 @@ async fn records_that_do_not_decode_are_refused_never_read_as_absent() {
             &format!("{label}: renew"),
         );
     }
-    // A namespace record that vanished while a lease is held: refused, not recreated.
+    // A namespace record that vanished while a lease is held: lost writes, not recreated.
     let ns = fresh("ns-gone");
     let lease = conformance::acquire(&t, &ns, &Owner::new("a"), LONG_TTL_MS)
         .await
         .lease;
     let mut raw = t.raw.clone();
     let _: () = raw.del(namespace_key(&ns)).await.unwrap();
-    conformance::assert_corrupt(
+    conformance::assert_regression(
         t.store
             .renew(&lease, LONG_TTL_MS, CONFIG.tolerance_ms)
             .await,
-        "missing while a lease on it is held",
+        "the record of namespace",
         "renew",
     );
     let exists: bool = raw.exists(namespace_key(&ns)).await.unwrap();
@@ -897,4 +915,122 @@ fn tls_child() {
         Ok(got) => println!("tls-child: acquired slot {}", got.lease.slot),
         Err(e) => println!("tls-child: refused: {e}"),
     }
+}
+
+/// Redis restarted empty (or flushed, or failed over to an empty replica) under two live holders: each one's next
+/// renewal finds its records gone, which is certain evidence of lost writes. Before anything is granted again the
+/// namespace's `not_before` is raised past every window granted before the loss, so a holder that takes the other's
+/// slot (its record gone too) cannot issue a timestamp the other may still be issuing. Both keep issuing; no id
+/// repeats; the alarm is raised.
+#[test]
+fn lost_data_under_two_holders_raises_the_alarm_and_repeats_no_id() {
+    let test = "lost_data_under_two_holders_raises_the_alarm_and_repeats_no_id";
+    let Some(server) = OwnRedis::start(test, &["--appendonly", "yes", "--appendfsync", "always"])
+    else {
+        return;
+    };
+    let ttl = Duration::from_millis(1_500);
+    let namespace = format!("lost-{}", uuid::Uuid::new_v4());
+    let build = |events: &Recorder| {
+        Runtime::builder()
+            .store(server.url())
+            .namespace(namespace.clone())
+            .ttl(ttl)
+            .tolerance(Duration::from_millis(200))
+            .bits(4)
+            .waits(Waits {
+                backwards: Duration::from_millis(500),
+                window: Duration::from_millis(20),
+            })
+            .subscribe(events.listener())
+            .build()
+            .unwrap()
+    };
+    let (a_events, b_events) = (Recorder::default(), Recorder::default());
+    let a = Arc::new(build(&a_events));
+    // B renews half a period after A: flushed right after A's renewal, B (on slot 1) finds the loss first and,
+    // without the recovery, would take slot 0 from its floor 0 while A still issues on it.
+    std::thread::sleep(ttl / 6);
+    let b = Arc::new(build(&b_events));
+    assert_eq!((a.status().slot, b.status().slot), (0, 1));
+
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let issue = |rt: Arc<Runtime>| {
+        let stop = stop.clone();
+        let ids = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let out = ids.clone();
+        let thread = std::thread::spawn(move || {
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                match rt.next_id() {
+                    Ok(id) => out.lock().unwrap().push(id.as_u64()),
+                    Err(_) => std::thread::sleep(Duration::from_millis(1)),
+                }
+            }
+        });
+        (thread, ids)
+    };
+    let (a_thread, a_ids) = issue(a.clone());
+    let (b_thread, b_ids) = issue(b.clone());
+    let count = |ids: &std::sync::Mutex<Vec<u64>>| ids.lock().unwrap().len();
+
+    // Flush right after one of A's renewals.
+    let renewals = |events: &Recorder| {
+        events
+            .all()
+            .iter()
+            .filter(|e| matches!(e, Event::Renewed { .. }))
+            .count()
+    };
+    let seen = renewals(&a_events);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while renewals(&a_events) == seen {
+        assert!(Instant::now() < deadline, "A never renewed");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    let client = redis::Client::open(server.url()).unwrap();
+    let mut conn = client.get_connection().unwrap();
+    let _: () = redis::cmd("FLUSHALL").query(&mut conn).unwrap();
+
+    // Both see the loss, recover, and issue again on a new window.
+    let recovered = |events: &Recorder| {
+        let all = events.all();
+        all.iter()
+            .position(|e| matches!(e, Event::StoreRegression { .. }))
+            .is_some_and(|i| all[i..].iter().any(|e| matches!(e, Event::Acquired { .. })))
+    };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !(recovered(&a_events) && recovered(&b_events)) {
+        assert!(
+            Instant::now() < deadline,
+            "no StoreRegression then Acquired on both within 30 s:\nA: {:#?}\nB: {:#?}",
+            a_events.all(),
+            b_events.all()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // Let both issue on their new windows (their floors lie up to ttl + tolerance ahead).
+    let (a_before, b_before) = (count(&a_ids), count(&b_ids));
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while count(&a_ids) < a_before + 1_000 || count(&b_ids) < b_before + 1_000 {
+        assert!(Instant::now() < deadline, "not issuing again within 30 s");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    a_thread.join().unwrap();
+    b_thread.join().unwrap();
+    let (a_ids, b_ids) = (a_ids.lock().unwrap().clone(), b_ids.lock().unwrap().clone());
+    let mut all = std::collections::HashSet::new();
+    let total = a_ids.len() + b_ids.len();
+    let repeated = a_ids
+        .iter()
+        .chain(&b_ids)
+        .filter(|id| !all.insert(**id))
+        .count();
+    assert_eq!(
+        repeated, 0,
+        "{repeated} of {total} ids repeated across the two holders"
+    );
+    assert!(!a_ids.is_empty() && !b_ids.is_empty());
+    a.shutdown();
+    b.shutdown();
 }

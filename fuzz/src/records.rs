@@ -236,6 +236,7 @@ pub(crate) async fn run_ops(
                 let config = NamespaceConfig {
                     bits: *bits % 41,
                     tolerance_ms: u64::from(*tolerance_ms),
+                    layout: cosid::Layout::millis(),
                 };
                 let request = AcquireRequest {
                     owner: owner(*o),
@@ -288,6 +289,7 @@ pub(crate) async fn run_ops(
                 let config = NamespaceConfig {
                     bits: *bits % 41,
                     tolerance_ms: u64::from(*tolerance_ms),
+                    layout: cosid::Layout::millis(),
                 };
                 let _ = store.raise_not_before(ns, &config, *not_before).await;
             }

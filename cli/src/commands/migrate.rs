@@ -156,6 +156,7 @@ fn write_namespace(out: &mut impl Write, config: &Config, plan: &Plan) -> Result
     let ns_config = NamespaceConfig {
         bits: config.bits,
         tolerance_ms: config.tolerance.as_millis() as u64,
+        layout: config.layout,
     };
     let record = open.call(migrate::apply(open.store.as_ref(), &ns, &ns_config, plan))?;
     writeln!(

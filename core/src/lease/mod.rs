@@ -3,11 +3,13 @@
 //! A lease is the exclusive right to issue timestamps in `(floor, ceiling]` on one slot of one namespace. The rules
 //! that keep windows on a slot disjoint live in [`protocol`]; every store applies them in one atomic step.
 
+pub mod layout_text;
 mod namespace;
 pub mod protocol;
 
 pub use namespace::{Namespace, NamespaceError};
 
+use crate::id::Layout;
 use uuid::Uuid;
 
 /// Who holds a lease: a logical key (`host:pid` by default) and a random incarnation per runtime start.
@@ -53,6 +55,8 @@ pub struct NamespaceConfig {
     pub bits: u8,
     /// How far past its expiry (store milliseconds) a holder may still issue.
     pub tolerance_ms: u64,
+    /// The id layout: two layouts in one namespace can repeat ids.
+    pub layout: Layout,
 }
 
 /// The stored namespace record.
@@ -62,8 +66,11 @@ pub struct NamespaceRecord {
     pub bits: u8,
     /// Tolerance in milliseconds.
     pub tolerance_ms: u64,
-    /// Floor of every slot that was never used, and a lower bound for every new window (written by migration).
+    /// Floor of every slot that was never used, and a lower bound for every new window (written by migration,
+    /// and by a runtime recovering from lost store data).
     pub not_before: u64,
+    /// The id layout; `None` in a record written before layouts were recorded (the next writer records it).
+    pub layout: Option<Layout>,
 }
 
 /// A granted lease, as the holder sees it. All times are store-clock milliseconds since the Unix epoch.

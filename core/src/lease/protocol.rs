@@ -5,7 +5,8 @@
 //! place is what lets the simulation and the conformance suite speak for every store at once.
 
 use super::{
-    AcquireRequest, Acquired, Namespace, NamespaceConfig, NamespaceRecord, SlotLease, SlotRecord,
+    layout_text, AcquireRequest, Acquired, Namespace, NamespaceConfig, NamespaceRecord, SlotLease,
+    SlotRecord,
 };
 use crate::store::StoreError;
 
@@ -23,7 +24,9 @@ pub struct Grant {
 
 /// Checks an instance's settings against the stored namespace record, or makes the record for a new namespace.
 ///
-/// Returns the record to keep (the stored one, or the new one to write).
+/// Returns the record to keep: the stored one, a new one for a new namespace, or the stored one with this
+/// instance's layout for a record written before layouts were recorded. A store writes it back whenever it differs
+/// from what it read.
 pub fn check_namespace(
     namespace: &Namespace,
     stored: Option<NamespaceRecord>,
@@ -39,25 +42,59 @@ pub fn check_namespace(
             bits: config.bits,
             tolerance_ms: config.tolerance_ms,
             not_before: 0,
+            layout: Some(config.layout),
         });
     };
-    if stored.bits != config.bits {
-        return Err(StoreError::NamespaceMismatch {
+    let mismatch = |field: &'static str, stored: u64, requested: u64| {
+        Err(StoreError::NamespaceMismatch {
             namespace: namespace.to_string(),
-            field: "bits",
-            stored: u64::from(stored.bits),
-            requested: u64::from(config.bits),
-        });
+            field,
+            stored,
+            requested,
+        })
+    };
+    if stored.bits != config.bits {
+        return mismatch("bits", u64::from(stored.bits), u64::from(config.bits));
     }
     if stored.tolerance_ms != config.tolerance_ms {
-        return Err(StoreError::NamespaceMismatch {
-            namespace: namespace.to_string(),
-            field: "tolerance_ms",
-            stored: stored.tolerance_ms,
-            requested: config.tolerance_ms,
+        return mismatch("tolerance_ms", stored.tolerance_ms, config.tolerance_ms);
+    }
+    let Some(layout) = stored.layout else {
+        // Recorded before layouts were: the first writer that knows its layout records it.
+        return Ok(NamespaceRecord {
+            layout: Some(config.layout),
+            ..stored
         });
+    };
+    let theirs = layout_text::fields(&layout);
+    let ours = layout_text::fields(&config.layout);
+    if let Some(((field, was), (_, asked))) = theirs.into_iter().zip(ours).find(|(a, b)| a.1 != b.1)
+    {
+        return mismatch(field, was, asked);
     }
     Ok(stored)
+}
+
+/// The namespace record of a held lease. Its absence is certain evidence that the store lost writes: the record
+/// is written before any slot of the namespace is granted and never deleted.
+pub fn held_namespace(
+    store: &'static str,
+    lease: &SlotLease,
+    stored: Option<NamespaceRecord>,
+) -> Result<NamespaceRecord, StoreError> {
+    stored.ok_or_else(|| namespace_missing(store, lease))
+}
+
+/// The `Regression` for a namespace record found missing while `lease` is held on it.
+pub fn namespace_missing(store: &'static str, lease: &SlotLease) -> StoreError {
+    StoreError::Regression {
+        store,
+        what: format!("the record of namespace {}", lease.namespace),
+        detail: format!(
+            "missing while slot {} is held with fence {} and ceiling {}",
+            lease.slot, lease.fence, lease.ceiling
+        ),
+    }
 }
 
 /// Refuses a record that no sequence of protocol steps can produce: it is never read as "absent".
@@ -106,7 +143,10 @@ pub fn validate(
 ///
 /// `slots` holds the stored records of the namespace (slots never used have none), each already
 /// [validated](validate). Preference: the slot this exact owner already holds (returned unchanged); the preferred
-/// slot if free; a free slot whose last owner had the same key; the lowest free slot; else `Exhausted`.
+/// slot if free; a free slot whose last owner had the same key; the lowest free slot; else `Exhausted`. A slot
+/// whose floor lies in the future is passed over while a free slot can start sooner: the preferred and sticky
+/// slots while their floor is more than a lease (`ttl_ms`) away, the lowest free slot while its floor is more
+/// than the tolerance away.
 pub fn acquire(
     namespace: &Namespace,
     ns: &NamespaceRecord,
@@ -141,22 +181,49 @@ pub fn acquire(
     let count = 1u64 << ns.bits;
     let record_of = |slot: u32| slots.iter().find(|r| r.slot == slot);
     let is_free = |slot: u32| record_of(slot).is_none_or(|r| !r.is_held_at(now));
-
-    let preferred = request
-        .preferred_slot
-        .filter(|&s| u64::from(s) < count && is_free(s));
-    let sticky = || {
-        let mut candidates: Vec<u32> = slots
-            .iter()
-            .filter(|r| !r.is_held_at(now) && r.last_owner_key.as_deref() == Some(&owner.key))
-            .map(|r| r.slot)
-            .collect();
-        candidates.sort_unstable();
-        candidates.first().copied()
+    // A slot whose floor is far in the future (released by a holder whose clock ran ahead, say) makes its next
+    // holder wait until then. The lowest free slot is looked for first among slots that can start within the
+    // tolerance (an expired lease's floor is its ceiling, `tolerance` past its expiry); the preferred and the
+    // sticky slot keep their rank while their floor is less than a lease away (a restart on a clock a little
+    // behind the last one waits that little). Only when none is found does the order of DESIGN §3 apply to every
+    // free slot, whatever its floor.
+    let floor_of = |slot: u32| {
+        record_of(slot)
+            .map_or(0, |r| r.next_floor)
+            .max(ns.not_before)
     };
-    let lowest = || (0..count).map(|s| s as u32).find(|&s| is_free(s));
+    let soon = now.saturating_add(ns.tolerance_ms);
+    let near = |s: u32| floor_of(s) <= now.saturating_add(request.ttl_ms).max(soon);
+    let past = |s: u32| floor_of(s) <= soon;
+    let any = |_: u32| true;
+    let preferred = |ready: &dyn Fn(u32) -> bool| {
+        request
+            .preferred_slot
+            .filter(|&s| u64::from(s) < count && is_free(s) && ready(s))
+    };
+    let sticky = |ready: &dyn Fn(u32) -> bool| {
+        slots
+            .iter()
+            .filter(|r| r.last_owner_key.as_deref() == Some(&owner.key))
+            .map(|r| r.slot)
+            .filter(|&s| is_free(s) && ready(s))
+            .min()
+    };
+    // Stops within #slots + 1 steps unless every slot is held: a slot never used is free, and past when
+    // not_before is, the only case where past slots are looked for.
+    let lowest = |ready: &dyn Fn(u32) -> bool| {
+        (0..count)
+            .map(|s| s as u32)
+            .find(|&s| is_free(s) && ready(s))
+    };
+    let chosen = preferred(&near)
+        .or_else(|| sticky(&near))
+        .or_else(|| (ns.not_before <= soon).then(|| lowest(&past)).flatten())
+        .or_else(|| preferred(&any))
+        .or_else(|| sticky(&any))
+        .or_else(|| lowest(&any));
 
-    let Some(slot) = preferred.or_else(sticky).or_else(lowest) else {
+    let Some(slot) = chosen else {
         let earliest_expiry = slots.iter().map(|r| r.expires_at).min().unwrap_or(now);
         return Err(StoreError::Exhausted {
             namespace: namespace.to_string(),
@@ -198,13 +265,14 @@ pub fn acquire(
 /// Extends a lease whose incarnation and fence still match the record. A replayed renewal succeeds (the fence is
 /// unchanged), and so does a renewal after expiry as long as nobody took the slot.
 pub fn renew(
+    store: &'static str,
     record: Option<&SlotRecord>,
     lease: &SlotLease,
     ttl_ms: u64,
     tolerance_ms: u64,
     now: u64,
 ) -> Result<(SlotRecord, SlotLease), StoreError> {
-    let record = matching(record, lease)?;
+    let record = matching(store, record, lease)?;
     let mut next = record.clone();
     next.expires_at = record.expires_at.max(now.saturating_add(ttl_ms));
     next.ceiling = next
@@ -224,11 +292,12 @@ pub fn renew(
 /// `last_issued` is the last millisecond the holder used (the last millisecond of its last tick), or `None` if it
 /// issued nothing.
 pub fn release(
+    store: &'static str,
     record: Option<&SlotRecord>,
     lease: &SlotLease,
     last_issued: Option<u64>,
 ) -> Result<SlotRecord, StoreError> {
-    let record = matching(record, lease)?;
+    let record = matching(store, record, lease)?;
     let handed = last_issued.map_or(record.floor, |l| l.min(record.ceiling));
     Ok(SlotRecord {
         owner: None,
@@ -239,18 +308,56 @@ pub fn release(
 }
 
 /// The record, if it is still this lease's: same incarnation and fence.
+///
+/// A record that no later protocol step could have made from the one that granted `lease` is certain evidence
+/// that the store lost writes, and is reported as a `Regression`, not as an ordinary lost lease: the slot record
+/// missing, a fence below the lease's, the lease's own fence under another owner (every change of owner raises
+/// the fence), or at the lease's fence a floor other than the lease's or a ceiling or `next_floor` below its
+/// ceiling (only the holder's own release can lower them, and it raises the fence).
 fn matching<'a>(
+    store: &'static str,
     record: Option<&'a SlotRecord>,
     lease: &SlotLease,
 ) -> Result<&'a SlotRecord, StoreError> {
+    let regression = |detail: String| StoreError::Regression {
+        store,
+        what: format!("slot {} of namespace {}", lease.slot, lease.namespace),
+        detail,
+    };
     let lost = |reason: String| StoreError::LeaseLost {
         namespace: lease.namespace.to_string(),
         slot: lease.slot,
         reason,
     };
     let Some(record) = record else {
-        return Err(lost("the slot has no record".into()));
+        return Err(regression(format!(
+            "the slot has no record, but a lease with fence {} and ceiling {} is held on it",
+            lease.fence, lease.ceiling
+        )));
     };
+    let mine = record.is_owned_by(&lease.owner);
+    if record.fence < lease.fence || (record.fence == lease.fence && !mine) {
+        return Err(regression(format!(
+            "fence is {} in the store ({}), but a lease with fence {} is held on it",
+            record.fence,
+            record
+                .owner
+                .as_ref()
+                .map_or_else(|| "released".to_owned(), |o| format!("held by {}", o.key)),
+            lease.fence
+        )));
+    }
+    // Past this lease's fence the holder's own release may have lowered `next_floor` to its last timestamp.
+    if record.fence == lease.fence
+        && (record.floor != lease.floor
+            || record.ceiling < lease.ceiling
+            || record.next_floor < lease.ceiling)
+    {
+        return Err(regression(format!(
+            "the store has floor {}, ceiling {}, next_floor {} at fence {}, below the lease's floor {}, ceiling {} at fence {}",
+            record.floor, record.ceiling, record.next_floor, record.fence, lease.floor, lease.ceiling, lease.fence
+        )));
+    }
     match &record.owner {
         None => Err(lost(format!(
             "the slot was released (fence {} now, lease fence {})",

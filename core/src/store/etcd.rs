@@ -20,8 +20,8 @@
 use super::{BoxError, Inspection, LeaseStore, StoreError};
 use crate::clock::Clock;
 use crate::lease::{
-    protocol, AcquireRequest, Acquired, Namespace, NamespaceConfig, NamespaceRecord, Owner,
-    SlotLease, SlotRecord,
+    layout_text, protocol, AcquireRequest, Acquired, Namespace, NamespaceConfig, NamespaceRecord,
+    Owner, SlotLease, SlotRecord,
 };
 use etcd_client::{
     Client, Compare, CompareOp, ConnectOptions, GetOptions, KeyValue, KvClient, Txn, TxnOp,
@@ -131,9 +131,14 @@ fn slot_key(ns: &Namespace, slot: u32) -> String {
 }
 
 fn encode_namespace(r: &NamespaceRecord) -> Vec<u8> {
-    json!({ "bits": r.bits, "tolerance_ms": r.tolerance_ms, "not_before": r.not_before })
-        .to_string()
-        .into_bytes()
+    json!({
+        "bits": r.bits,
+        "tolerance_ms": r.tolerance_ms,
+        "not_before": r.not_before,
+        "layout": r.layout.as_ref().map(layout_text::encode),
+    })
+    .to_string()
+    .into_bytes()
 }
 
 fn encode_slot(r: &SlotRecord) -> Vec<u8> {
@@ -220,6 +225,14 @@ fn decode_namespace(ns: &Namespace, raw: &[u8]) -> Result<NamespaceRecord, Store
         bits,
         tolerance_ms: number(ns, what, &map, "tolerance_ms")?,
         not_before: number(ns, what, &map, "not_before")?,
+        // Absent from records written before layouts were recorded.
+        layout: match map.get("layout") {
+            None => None,
+            Some(_) => text(ns, what, &map, "layout")?,
+        }
+        .map(|l| layout_text::decode(&l))
+        .transpose()
+        .map_err(|e| corrupt(ns, what, e))?,
     })
 }
 
@@ -498,13 +511,9 @@ async fn read_checked(
 ) -> Result<((NamespaceRecord, i64), Option<(SlotRecord, i64)>), StoreError> {
     let ns = &lease.namespace;
     let (namespace, record) = read_slot(kv, ns, lease.slot).await?;
-    let namespace = namespace.ok_or_else(|| {
-        corrupt(
-            ns,
-            "the namespace record",
-            "missing while a lease on it is held",
-        )
-    })?;
+    let Some(namespace) = namespace else {
+        return Err(protocol::namespace_missing(KIND, lease));
+    };
     if let Some((r, _)) = &record {
         protocol::validate(KIND, ns, r, namespace.0.bits)?;
     }
@@ -583,7 +592,7 @@ impl LeaseStore for EtcdStore {
             let now = self.clock.now_ms();
             let grant = protocol::acquire(namespace, &record, &slots, request, now)?;
             let mut puts = Vec::new();
-            if stored.is_none() {
+            if stored != Some(record) {
                 puts.push((namespace_key(namespace), encode_namespace(&record)));
             }
             if let Some(w) = &grant.write {
@@ -618,6 +627,7 @@ impl LeaseStore for EtcdStore {
             let ((_, ns_rev), current) = read_checked(&mut kv, lease).await?;
             let now = self.clock.now_ms();
             let (record, renewed) = protocol::renew(
+                KIND,
                 current.as_ref().map(|(r, _)| r),
                 lease,
                 ttl_ms,
@@ -639,7 +649,8 @@ impl LeaseStore for EtcdStore {
     async fn release(&self, lease: &SlotLease, last_issued: Option<u64>) -> Result<(), StoreError> {
         self.retrying(&lease.namespace, |mut kv| async move {
             let ((_, ns_rev), current) = read_checked(&mut kv, lease).await?;
-            let record = protocol::release(current.as_ref().map(|(r, _)| r), lease, last_issued)?;
+            let record =
+                protocol::release(KIND, current.as_ref().map(|(r, _)| r), lease, last_issued)?;
             let slot_rev = current.map(|(_, rev)| rev);
             Ok(
                 if write_lease_slot(&mut kv, lease, ns_rev, slot_rev, &record).await? {

@@ -49,6 +49,14 @@ impl MemoryStore {
             .insert(record.slot, record);
     }
 
+    /// Writes a namespace record as it is, without any check: for tests of records written by older versions.
+    pub fn put_raw_namespace(&self, namespace: &Namespace, record: NamespaceRecord) {
+        self.lock()
+            .entry(namespace.encoded().to_owned())
+            .or_default()
+            .record = Some(record);
+    }
+
     /// Removes a namespace and all its slots: for tests of a store that lost its data.
     pub fn forget(&self, namespace: &Namespace) {
         self.lock().remove(namespace.encoded());
@@ -108,12 +116,12 @@ impl LeaseStore for MemoryStore {
         let space = spaces
             .entry(lease.namespace.encoded().to_owned())
             .or_default();
-        let bits = space.record.map_or(32, |r| r.bits);
+        let bits = protocol::held_namespace(KIND, lease, space.record)?.bits;
         let current = space.slots.get(&lease.slot);
         if let Some(r) = current {
             protocol::validate(KIND, &lease.namespace, r, bits)?;
         }
-        let (record, renewed) = protocol::renew(current, lease, ttl_ms, tolerance_ms, now)?;
+        let (record, renewed) = protocol::renew(KIND, current, lease, ttl_ms, tolerance_ms, now)?;
         space.slots.insert(record.slot, record);
         Ok(renewed)
     }
@@ -123,12 +131,12 @@ impl LeaseStore for MemoryStore {
         let space = spaces
             .entry(lease.namespace.encoded().to_owned())
             .or_default();
-        let bits = space.record.map_or(32, |r| r.bits);
+        let bits = protocol::held_namespace(KIND, lease, space.record)?.bits;
         let current = space.slots.get(&lease.slot);
         if let Some(r) = current {
             protocol::validate(KIND, &lease.namespace, r, bits)?;
         }
-        let record = protocol::release(current, lease, last_issued)?;
+        let record = protocol::release(KIND, current, lease, last_issued)?;
         space.slots.insert(record.slot, record);
         Ok(())
     }

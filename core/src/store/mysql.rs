@@ -13,8 +13,8 @@
 
 use super::{BoxError, Inspection, LeaseStore, StoreError};
 use crate::lease::{
-    protocol, AcquireRequest, Acquired, Namespace, NamespaceConfig, NamespaceRecord, Owner,
-    SlotLease, SlotRecord,
+    layout_text, protocol, AcquireRequest, Acquired, Namespace, NamespaceConfig, NamespaceRecord,
+    Owner, SlotLease, SlotRecord,
 };
 use mysql_async::prelude::{FromValue, Queryable};
 use mysql_async::{
@@ -37,6 +37,7 @@ const CREATE_NAMESPACE: &str = "CREATE TABLE IF NOT EXISTS cosid_namespace (
     bits         BIGINT NOT NULL,
     tolerance_ms BIGINT NOT NULL,
     not_before   BIGINT NOT NULL,
+    layout       VARCHAR(128) CHARACTER SET ascii COLLATE ascii_bin NULL,
     PRIMARY KEY (name)
 ) ENGINE = InnoDB";
 
@@ -255,7 +256,7 @@ impl MysqlStore {
                 if present.len() < 2 {
                     create_schema(&mut conn).await?;
                 }
-                Ok(())
+                add_layout_column(&mut conn).await
             })
             .await
             .map(|_| ())
@@ -337,7 +338,35 @@ impl MysqlStore {
 
 async fn create_schema(conn: &mut impl Queryable) -> Result<(), StoreError> {
     conn.query_drop(CREATE_NAMESPACE).await.map_err(db)?;
-    conn.query_drop(CREATE_SLOT).await.map_err(db)
+    conn.query_drop(CREATE_SLOT).await.map_err(db)?;
+    add_layout_column(conn).await
+}
+
+/// Tables made before namespace records kept the layout lack its column: add it (their records read as "no
+/// layout yet"). Looks first, so a user without the ALTER privilege can use tables that have it; two processes
+/// adding it at once is harmless, the second one's "duplicate column" is taken as done.
+async fn add_layout_column(conn: &mut impl Queryable) -> Result<(), StoreError> {
+    let has_layout: Option<i64> = conn
+        .query_first(
+            "SELECT COUNT(*) FROM information_schema.columns WHERE table_schema = DATABASE()
+             AND table_name = 'cosid_namespace' AND column_name = 'layout'",
+        )
+        .await
+        .map_err(db)?;
+    if has_layout.unwrap_or(0) > 0 {
+        return Ok(());
+    }
+    match conn
+        .query_drop(
+            "ALTER TABLE cosid_namespace
+             ADD COLUMN layout VARCHAR(128) CHARACTER SET ascii COLLATE ascii_bin NULL",
+        )
+        .await
+    {
+        // ER_DUP_FIELDNAME: another process added it first.
+        Err(mysql_async::Error::Server(e)) if e.code == 1060 => Ok(()),
+        other => other.map_err(db),
+    }
 }
 
 /// The database clock, in Unix milliseconds.
@@ -365,7 +394,7 @@ async fn read_namespace(
     let row: Option<Row> = tx
         .exec_first(
             format!(
-                "SELECT bits, tolerance_ms, not_before FROM cosid_namespace WHERE name = ? {lock}"
+                "SELECT bits, tolerance_ms, not_before, layout FROM cosid_namespace WHERE name = ? {lock}"
             ),
             (ns.encoded(),),
         )
@@ -384,6 +413,10 @@ async fn read_namespace(
         bits,
         tolerance_ms: take_u64(&mut row, 1, ns, what, "tolerance_ms")?,
         not_before: take_u64(&mut row, 2, ns, what, "not_before")?,
+        layout: take::<Option<String>>(&mut row, 3, ns, what, "layout")?
+            .map(|l| layout_text::decode(&l))
+            .transpose()
+            .map_err(|e| corrupt(ns, what, e))?,
     }))
 }
 
@@ -394,9 +427,14 @@ async fn lock_namespace(
     config: &NamespaceConfig,
 ) -> Result<NamespaceRecord, StoreError> {
     tx.exec_drop(
-        "INSERT INTO cosid_namespace (name, bits, tolerance_ms, not_before) VALUES (?, ?, ?, 0)
+        "INSERT INTO cosid_namespace (name, bits, tolerance_ms, not_before, layout) VALUES (?, ?, ?, 0, ?)
          ON DUPLICATE KEY UPDATE name = name",
-        (ns.encoded(), config.bits, i64_of(config.tolerance_ms)),
+        (
+            ns.encoded(),
+            config.bits,
+            i64_of(config.tolerance_ms),
+            layout_text::encode(&config.layout),
+        ),
     )
     .await
     .map_err(db)?;
@@ -500,16 +538,8 @@ async fn read_checked(
     lease: &SlotLease,
 ) -> Result<Option<SlotRecord>, StoreError> {
     let ns = &lease.namespace;
-    let bits = read_namespace(tx, ns, "LOCK IN SHARE MODE")
-        .await?
-        .ok_or_else(|| {
-            corrupt(
-                ns,
-                "the namespace record",
-                "missing while a lease on it is held",
-            )
-        })?
-        .bits;
+    let stored = read_namespace(tx, ns, "LOCK IN SHARE MODE").await?;
+    let bits = protocol::held_namespace(KIND, lease, stored)?.bits;
     let record = read_slot(tx, ns, lease.slot).await?;
     if let Some(r) = &record {
         protocol::validate(KIND, ns, r, bits)?;
@@ -525,6 +555,9 @@ async fn acquire_in(
 ) -> Result<Acquired, StoreError> {
     let stored = lock_namespace(tx, &ns, &config).await?;
     let record = protocol::check_namespace(&ns, Some(stored), &config)?;
+    if record != stored {
+        update_namespace(tx, &ns, &record).await?;
+    }
     let now = store_now(tx).await?;
     let slots = read_slots(tx, &ns, "FOR UPDATE").await?;
     for s in &slots {
@@ -545,7 +578,8 @@ async fn renew_in(
 ) -> Result<SlotLease, StoreError> {
     let current = read_checked(tx, &lease).await?;
     let now = store_now(tx).await?;
-    let (record, renewed) = protocol::renew(current.as_ref(), &lease, ttl_ms, tolerance_ms, now)?;
+    let (record, renewed) =
+        protocol::renew(KIND, current.as_ref(), &lease, ttl_ms, tolerance_ms, now)?;
     write_slot(tx, &lease.namespace, &record).await?;
     Ok(renewed)
 }
@@ -556,7 +590,7 @@ async fn release_in(
     last_issued: Option<u64>,
 ) -> Result<(), StoreError> {
     let current = read_checked(tx, &lease).await?;
-    let record = protocol::release(current.as_ref(), &lease, last_issued)?;
+    let record = protocol::release(KIND, current.as_ref(), &lease, last_issued)?;
     write_slot(tx, &lease.namespace, &record).await
 }
 
@@ -579,13 +613,26 @@ async fn raise_not_before_in(
 ) -> Result<NamespaceRecord, StoreError> {
     let stored = lock_namespace(tx, &ns, &config).await?;
     let record = protocol::raise_not_before(&ns, Some(stored), &config, not_before)?;
+    update_namespace(tx, &ns, &record).await?;
+    Ok(record)
+}
+
+/// Writes the parts of a namespace record that may change: `not_before`, and the layout of an old record.
+async fn update_namespace(
+    tx: &mut Transaction<'static>,
+    ns: &Namespace,
+    record: &NamespaceRecord,
+) -> Result<(), StoreError> {
     tx.exec_drop(
-        "UPDATE cosid_namespace SET not_before = ? WHERE name = ?",
-        (i64_of(record.not_before), ns.encoded()),
+        "UPDATE cosid_namespace SET not_before = ?, layout = ? WHERE name = ?",
+        (
+            i64_of(record.not_before),
+            record.layout.as_ref().map(layout_text::encode),
+            ns.encoded(),
+        ),
     )
     .await
-    .map_err(db)?;
-    Ok(record)
+    .map_err(db)
 }
 
 #[async_trait::async_trait]

@@ -12,8 +12,8 @@
 
 use super::{BoxError, Inspection, LeaseStore, StoreError};
 use crate::lease::{
-    protocol, AcquireRequest, Acquired, Namespace, NamespaceConfig, NamespaceRecord, Owner,
-    SlotLease, SlotRecord,
+    layout_text, protocol, AcquireRequest, Acquired, Namespace, NamespaceConfig, NamespaceRecord,
+    Owner, SlotLease, SlotRecord,
 };
 use deadpool_postgres::{
     Manager, ManagerConfig, Object, Pool, PoolError, RecyclingMethod, Transaction,
@@ -41,7 +41,8 @@ CREATE TABLE IF NOT EXISTS cosid_namespace (
     name         TEXT PRIMARY KEY,
     bits         BIGINT NOT NULL,
     tolerance_ms BIGINT NOT NULL,
-    not_before   BIGINT NOT NULL
+    not_before   BIGINT NOT NULL,
+    layout       TEXT
 );
 CREATE TABLE IF NOT EXISTS cosid_slot (
     namespace      TEXT NOT NULL,
@@ -63,17 +64,25 @@ const EXISTS_SQL: &str =
 
 const NOW_SQL: &str = "SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::int8";
 
+/// Tables made before namespace records kept the layout lack its column; their records read as "no layout yet".
+const HAS_LAYOUT_SQL: &str = "SELECT EXISTS (SELECT 1 FROM information_schema.columns
+     WHERE table_name = 'cosid_namespace' AND column_name = 'layout'
+     AND table_schema = current_schema())";
+
+const ADD_LAYOUT_SQL: &str = "ALTER TABLE cosid_namespace ADD COLUMN IF NOT EXISTS layout TEXT";
+
 const INSERT_NAMESPACE_SQL: &str =
-    "INSERT INTO cosid_namespace (name, bits, tolerance_ms, not_before)
-     VALUES ($1, $2, $3, 0) ON CONFLICT (name) DO NOTHING";
+    "INSERT INTO cosid_namespace (name, bits, tolerance_ms, not_before, layout)
+     VALUES ($1, $2, $3, 0, $4) ON CONFLICT (name) DO NOTHING";
 
 const LOCK_NAMESPACE_SQL: &str =
-    "SELECT bits, tolerance_ms, not_before FROM cosid_namespace WHERE name = $1 FOR UPDATE";
+    "SELECT bits, tolerance_ms, not_before, layout FROM cosid_namespace WHERE name = $1 FOR UPDATE";
 
 const READ_NAMESPACE_SQL: &str =
-    "SELECT bits, tolerance_ms, not_before FROM cosid_namespace WHERE name = $1";
+    "SELECT bits, tolerance_ms, not_before, layout FROM cosid_namespace WHERE name = $1";
 
-const UPDATE_NOT_BEFORE_SQL: &str = "UPDATE cosid_namespace SET not_before = $2 WHERE name = $1";
+const UPDATE_NAMESPACE_SQL: &str =
+    "UPDATE cosid_namespace SET not_before = $2, layout = $3 WHERE name = $1";
 
 const SLOTS_SQL: &str =
     "SELECT slot, owner_key, incarnation, last_owner_key, fence, expires_at, floor, ceiling,
@@ -258,12 +267,21 @@ impl PostgresStore {
                     .await
                     .and_then(|row| row.try_get(0))
                     .map_err(|e| self.db_error(&e))?;
-                if !exists {
+                let has_layout = exists
+                    && client
+                        .query_one(HAS_LAYOUT_SQL, &[])
+                        .await
+                        .and_then(|row| row.try_get(0))
+                        .map_err(|e| self.db_error(&e))?;
+                if !exists || !has_layout {
                     let tx = client.transaction().await.map_err(|e| self.db_error(&e))?;
                     tx.execute("SELECT pg_advisory_xact_lock($1)", &[&SCHEMA_LOCK])
                         .await
                         .map_err(|e| self.db_error(&e))?;
                     tx.batch_execute(SCHEMA)
+                        .await
+                        .map_err(|e| self.db_error(&e))?;
+                    tx.batch_execute(ADD_LAYOUT_SQL)
                         .await
                         .map_err(|e| self.db_error(&e))?;
                     tx.commit().await.map_err(|e| self.db_error(&e))?;
@@ -372,10 +390,17 @@ fn decode_namespace(ns: &Namespace, row: &Row) -> Result<NamespaceRecord, StoreE
         .ok()
         .filter(|b| (1..=31).contains(b))
         .ok_or_else(|| corrupt(ns, what, format!("bits {bits} is not 1 to 31")))?;
+    let layout: Option<String> = row
+        .try_get(3)
+        .map_err(|e| corrupt(ns, what, format!("layout: {}", describe(&e))))?;
     Ok(NamespaceRecord {
         bits,
         tolerance_ms: get(1, "tolerance_ms")?,
         not_before: get(2, "not_before")?,
+        layout: layout
+            .map(|l| layout_text::decode(&l))
+            .transpose()
+            .map_err(|e| corrupt(ns, what, e))?,
     })
 }
 
@@ -473,6 +498,7 @@ async fn lock_new_or_stored(
             &ns.encoded(),
             &i64::from(config.bits),
             &i64_of(config.tolerance_ms),
+            &layout_text::encode(&config.layout),
         ],
     )
     .await
@@ -484,6 +510,30 @@ async fn lock_new_or_stored(
             "missing right after it was inserted",
         )
     })
+}
+
+/// Writes the parts of a namespace record that may change: `not_before`, and the layout of an old record.
+async fn update_namespace(
+    store: &PostgresStore,
+    tx: &Transaction<'_>,
+    ns: &Namespace,
+    record: &NamespaceRecord,
+) -> Result<(), StoreError> {
+    let stmt = tx
+        .prepare_cached(UPDATE_NAMESPACE_SQL)
+        .await
+        .map_err(|e| store.db_error(&e))?;
+    tx.execute(
+        &stmt,
+        &[
+            &ns.encoded(),
+            &i64_of(record.not_before),
+            &record.layout.as_ref().map(layout_text::encode),
+        ],
+    )
+    .await
+    .map_err(|e| store.db_error(&e))?;
+    Ok(())
 }
 
 async fn lock_namespace(
@@ -509,16 +559,7 @@ async fn read_held(
     lease: &SlotLease,
 ) -> Result<(Option<SlotRecord>, u64), StoreError> {
     let ns = &lease.namespace;
-    let bits = lock_namespace(store, tx, ns)
-        .await?
-        .ok_or_else(|| {
-            corrupt(
-                ns,
-                "the namespace record",
-                "missing while a lease on it is held",
-            )
-        })?
-        .bits;
+    let bits = protocol::held_namespace(KIND, lease, lock_namespace(store, tx, ns).await?)?.bits;
     let stmt = tx
         .prepare_cached(SLOT_SQL)
         .await
@@ -560,6 +601,9 @@ impl LeaseStore for PostgresStore {
         self.transaction(false, async |tx| {
             let stored = lock_new_or_stored(self, tx, namespace, config).await?;
             let record = protocol::check_namespace(namespace, Some(stored), config)?;
+            if record != stored {
+                update_namespace(self, tx, namespace, &record).await?;
+            }
             // The clock is read once the lock is held, so times follow the order of the transactions.
             let (slots, now) =
                 tokio::try_join!(read_slots(self, tx, namespace), store_now(self, tx))?;
@@ -584,7 +628,7 @@ impl LeaseStore for PostgresStore {
         self.transaction(false, async |tx| {
             let (current, now) = read_held(self, tx, lease).await?;
             let (record, renewed) =
-                protocol::renew(current.as_ref(), lease, ttl_ms, tolerance_ms, now)?;
+                protocol::renew(KIND, current.as_ref(), lease, ttl_ms, tolerance_ms, now)?;
             write_slot(self, tx, &lease.namespace, &record).await?;
             Ok(renewed)
         })
@@ -594,7 +638,7 @@ impl LeaseStore for PostgresStore {
     async fn release(&self, lease: &SlotLease, last_issued: Option<u64>) -> Result<(), StoreError> {
         self.transaction(false, async |tx| {
             let (current, _) = read_held(self, tx, lease).await?;
-            let record = protocol::release(current.as_ref(), lease, last_issued)?;
+            let record = protocol::release(KIND, current.as_ref(), lease, last_issued)?;
             write_slot(self, tx, &lease.namespace, &record).await
         })
         .await
@@ -634,13 +678,7 @@ impl LeaseStore for PostgresStore {
         self.transaction(false, async |tx| {
             let stored = lock_new_or_stored(self, tx, namespace, config).await?;
             let record = protocol::raise_not_before(namespace, Some(stored), config, not_before)?;
-            let stmt = tx
-                .prepare_cached(UPDATE_NOT_BEFORE_SQL)
-                .await
-                .map_err(|e| self.db_error(&e))?;
-            tx.execute(&stmt, &[&namespace.encoded(), &i64_of(record.not_before)])
-                .await
-                .map_err(|e| self.db_error(&e))?;
+            update_namespace(self, tx, namespace, &record).await?;
             Ok(record)
         })
         .await

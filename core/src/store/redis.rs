@@ -11,9 +11,10 @@
 //! connection and logs a warning for each one that differs.
 
 use super::{BoxError, Inspection, LeaseStore, StoreError};
+use crate::id::Layout;
 use crate::lease::{
-    AcquireRequest, Acquired, Namespace, NamespaceConfig, NamespaceRecord, Owner, SlotLease,
-    SlotRecord,
+    layout_text, AcquireRequest, Acquired, Namespace, NamespaceConfig, NamespaceRecord, Owner,
+    SlotLease, SlotRecord,
 };
 use ::redis::aio::MultiplexedConnection;
 use ::redis::{
@@ -310,6 +311,11 @@ impl RedisStore {
                 field: match reply.text(1)?.as_str() {
                     "bits" => "bits",
                     "tolerance_ms" => "tolerance_ms",
+                    "layout epoch_ms" => "layout epoch_ms",
+                    "layout tick_ms" => "layout tick_ms",
+                    "layout timestamp_bits" => "layout timestamp_bits",
+                    "layout slot_bits" => "layout slot_bits",
+                    "layout sequence_bits" => "layout sequence_bits",
                     _ => return Err(unexpected(&Value::Array(fields.clone()))),
                 },
                 stored: reply.int(2)?,
@@ -319,6 +325,11 @@ impl RedisStore {
                 namespace: namespace.to_string(),
                 slot: slot.unwrap_or_default(),
                 reason: reply.text(1)?,
+            }),
+            "regression" => Err(StoreError::Regression {
+                store: KIND,
+                what: format!("{} of namespace {namespace}", reply.text(1)?),
+                detail: reply.text(2)?,
             }),
             "corrupt" => Err(StoreError::Corrupt {
                 store: KIND,
@@ -386,6 +397,20 @@ impl Reply<'_> {
         match self.fields.get(i) {
             Some(Value::Nil) => Ok(None),
             _ => self.int(i).map(Some),
+        }
+    }
+
+    /// A namespace record's layout: its text, or nil (Lua's `false`) for a record written before layouts were.
+    fn layout(&self, namespace: &Namespace, i: usize) -> Result<Option<Layout>, StoreError> {
+        match self.fields.get(i) {
+            None | Some(Value::Nil) => Ok(None),
+            _ => layout_text::decode(&self.text(i)?)
+                .map(Some)
+                .map_err(|detail| StoreError::Corrupt {
+                    store: KIND,
+                    what: format!("the namespace record of namespace {namespace}"),
+                    detail,
+                }),
         }
     }
 
@@ -495,6 +520,7 @@ impl LeaseStore for RedisStore {
             request
                 .preferred_slot
                 .map_or_else(String::new, |s| s.to_string()),
+            layout_text::encode(&config.layout),
         ];
         let fields = self
             .call(&self.scripts.acquire, "acquire", namespace, None, &args)
@@ -518,6 +544,8 @@ impl LeaseStore for RedisStore {
             checked_arg("fence", lease.fence)?,
             checked_arg("ttl_ms", ttl_ms)?,
             checked_arg("tolerance_ms", tolerance_ms)?,
+            checked_arg("floor", lease.floor)?,
+            checked_arg("ceiling", lease.ceiling)?,
         ];
         let fields = self
             .call(
@@ -543,6 +571,8 @@ impl LeaseStore for RedisStore {
             checked_arg("fence", lease.fence)?,
             // Only min(last_issued, ceiling) is used, and the ceiling is below the bound: clamping changes nothing.
             last_issued.map_or_else(String::new, |l| l.min(MAX_EXACT).to_string()),
+            checked_arg("floor", lease.floor)?,
+            checked_arg("ceiling", lease.ceiling)?,
         ];
         self.call(
             &self.scripts.release,
@@ -575,6 +605,7 @@ impl LeaseStore for RedisStore {
                     bits: u8::try_from(r.int(0)?).map_err(|_| r.bad(0, "bits below 256"))?,
                     tolerance_ms: r.int(1)?,
                     not_before: r.int(2)?,
+                    layout: r.layout(namespace, 3)?,
                 })
             }
             None => return Err(reply.bad(1, "the namespace record")),
@@ -607,6 +638,7 @@ impl LeaseStore for RedisStore {
             config.bits.to_string(),
             checked_arg("tolerance_ms", config.tolerance_ms)?,
             checked_arg("not_before", not_before)?,
+            layout_text::encode(&config.layout),
         ];
         let fields = self
             .call(
@@ -625,6 +657,7 @@ impl LeaseStore for RedisStore {
             bits: u8::try_from(reply.int(0)?).map_err(|_| reply.bad(0, "bits below 256"))?,
             tolerance_ms: reply.int(1)?,
             not_before: reply.int(2)?,
+            layout: reply.layout(namespace, 3)?,
         })
     }
 }

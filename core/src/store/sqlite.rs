@@ -8,8 +8,8 @@
 use super::{Inspection, LeaseStore, StoreError};
 use crate::clock::Clock;
 use crate::lease::{
-    protocol, AcquireRequest, Acquired, Namespace, NamespaceConfig, NamespaceRecord, Owner,
-    SlotLease, SlotRecord,
+    layout_text, protocol, AcquireRequest, Acquired, Namespace, NamespaceConfig, NamespaceRecord,
+    Owner, SlotLease, SlotRecord,
 };
 use rusqlite::{params, Connection, OptionalExtension, Row, Transaction, TransactionBehavior};
 use std::path::{Path, PathBuf};
@@ -23,7 +23,8 @@ CREATE TABLE IF NOT EXISTS cosid_namespace (
     name         TEXT PRIMARY KEY,
     bits         INTEGER NOT NULL,
     tolerance_ms INTEGER NOT NULL,
-    not_before   INTEGER NOT NULL
+    not_before   INTEGER NOT NULL,
+    layout       TEXT
 );
 CREATE TABLE IF NOT EXISTS cosid_slot (
     namespace      TEXT NOT NULL,
@@ -61,7 +62,7 @@ impl SqliteStore {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).map_err(unavailable)?;
         }
-        let conn = Connection::open(path).map_err(unavailable)?;
+        let mut conn = Connection::open(path).map_err(unavailable)?;
         conn.busy_timeout(Duration::from_secs(10))
             .map_err(unavailable)?;
         conn.pragma_update(None, "journal_mode", "WAL")
@@ -69,6 +70,7 @@ impl SqliteStore {
         conn.pragma_update(None, "synchronous", "FULL")
             .map_err(unavailable)?;
         conn.execute_batch(SCHEMA).map_err(unavailable)?;
+        add_layout_column(&mut conn)?;
         Ok(Self {
             path: path.to_owned(),
             conn: Mutex::new(conn),
@@ -98,6 +100,27 @@ impl SqliteStore {
     }
 }
 
+/// Files made before namespace records kept the layout lack its column: add it, in a write transaction so that
+/// two processes opening one old file at once do not both try. Their records read as "no layout yet".
+fn add_layout_column(conn: &mut Connection) -> Result<(), StoreError> {
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .map_err(unavailable)?;
+    let has_layout: bool = tx
+        .query_row(
+            "SELECT COUNT(*) FROM pragma_table_info('cosid_namespace') WHERE name = 'layout'",
+            [],
+            |r| r.get::<_, i64>(0),
+        )
+        .map_err(unavailable)?
+        > 0;
+    if !has_layout {
+        tx.execute("ALTER TABLE cosid_namespace ADD COLUMN layout TEXT", [])
+            .map_err(unavailable)?;
+    }
+    tx.commit().map_err(unavailable)
+}
+
 fn corrupt(namespace: &Namespace, what: &str, detail: impl Into<String>) -> StoreError {
     StoreError::Corrupt {
         store: KIND,
@@ -121,19 +144,20 @@ fn read_namespace(
 ) -> Result<Option<NamespaceRecord>, StoreError> {
     let row = tx
         .query_row(
-            "SELECT bits, tolerance_ms, not_before FROM cosid_namespace WHERE name = ?1",
+            "SELECT bits, tolerance_ms, not_before, layout FROM cosid_namespace WHERE name = ?1",
             params![ns.encoded()],
             |r| {
                 Ok((
                     r.get::<_, i64>(0)?,
                     r.get::<_, i64>(1)?,
                     r.get::<_, i64>(2)?,
+                    r.get::<_, Option<String>>(3)?,
                 ))
             },
         )
         .optional()
         .map_err(|e| corrupt(ns, "the namespace record", e.to_string()))?;
-    let Some((bits, tolerance, not_before)) = row else {
+    let Some((bits, tolerance, not_before, layout)) = row else {
         return Ok(None);
     };
     let bits = u8::try_from(bits)
@@ -150,6 +174,10 @@ fn read_namespace(
         bits,
         tolerance_ms: u64_of(tolerance, ns, "tolerance_ms")?,
         not_before: u64_of(not_before, ns, "not_before")?,
+        layout: layout
+            .map(|l| layout_text::decode(&l))
+            .transpose()
+            .map_err(|e| corrupt(ns, "the namespace record", e))?,
     }))
 }
 
@@ -159,13 +187,15 @@ fn write_namespace(
     r: &NamespaceRecord,
 ) -> Result<(), StoreError> {
     tx.execute(
-        "INSERT INTO cosid_namespace (name, bits, tolerance_ms, not_before) VALUES (?1, ?2, ?3, ?4)
-         ON CONFLICT (name) DO UPDATE SET bits = ?2, tolerance_ms = ?3, not_before = ?4",
+        "INSERT INTO cosid_namespace (name, bits, tolerance_ms, not_before, layout)
+         VALUES (?1, ?2, ?3, ?4, ?5)
+         ON CONFLICT (name) DO UPDATE SET bits = ?2, tolerance_ms = ?3, not_before = ?4, layout = ?5",
         params![
             ns.encoded(),
             r.bits,
             i64_of(r.tolerance_ms),
-            i64_of(r.not_before)
+            i64_of(r.not_before),
+            r.layout.as_ref().map(layout_text::encode)
         ],
     )
     .map_err(unavailable)?;
@@ -275,15 +305,7 @@ fn write_slot(tx: &Transaction<'_>, ns: &Namespace, r: &SlotRecord) -> Result<()
 /// Reads one slot of a lease's namespace and validates it against the namespace's bits.
 fn read_checked(tx: &Transaction<'_>, lease: &SlotLease) -> Result<Option<SlotRecord>, StoreError> {
     let ns = &lease.namespace;
-    let bits = read_namespace(tx, ns)?
-        .ok_or_else(|| {
-            corrupt(
-                ns,
-                "the namespace record",
-                "missing while a lease on it is held",
-            )
-        })?
-        .bits;
+    let bits = protocol::held_namespace(KIND, lease, read_namespace(tx, ns)?)?.bits;
     let record = read_slot(tx, ns, lease.slot)?;
     if let Some(r) = &record {
         protocol::validate(KIND, ns, r, bits)?;
@@ -306,7 +328,7 @@ impl LeaseStore for SqliteStore {
         self.write(|tx, now| {
             let stored = read_namespace(tx, namespace)?;
             let record = protocol::check_namespace(namespace, stored, config)?;
-            if stored.is_none() {
+            if stored != Some(record) {
                 write_namespace(tx, namespace, &record)?;
             }
             let slots = read_slots(tx, namespace)?;
@@ -330,7 +352,7 @@ impl LeaseStore for SqliteStore {
         self.write(|tx, now| {
             let current = read_checked(tx, lease)?;
             let (record, renewed) =
-                protocol::renew(current.as_ref(), lease, ttl_ms, tolerance_ms, now)?;
+                protocol::renew(KIND, current.as_ref(), lease, ttl_ms, tolerance_ms, now)?;
             write_slot(tx, &lease.namespace, &record)?;
             Ok(renewed)
         })
@@ -339,7 +361,7 @@ impl LeaseStore for SqliteStore {
     async fn release(&self, lease: &SlotLease, last_issued: Option<u64>) -> Result<(), StoreError> {
         self.write(|tx, _| {
             let current = read_checked(tx, lease)?;
-            let record = protocol::release(current.as_ref(), lease, last_issued)?;
+            let record = protocol::release(KIND, current.as_ref(), lease, last_issued)?;
             write_slot(tx, &lease.namespace, &record)
         })
     }

@@ -63,6 +63,7 @@ pub const T0: u64 = 1_700_000_000_000;
 pub const CONFIG: NamespaceConfig = NamespaceConfig {
     bits: 5,
     tolerance_ms: 1_000,
+    layout: cosid::Layout::millis(),
 };
 
 /// One store under test.
@@ -77,6 +78,14 @@ pub trait Target: Send + Sync + 'static {
         &self,
         namespace: &Namespace,
         record: &SlotRecord,
+    ) -> impl Future<Output = ()> + Send;
+
+    /// Writes the namespace record as versions that did not record the layout wrote it: `bits`, `tolerance_ms`
+    /// and `not_before` of `record`, and no layout at all, with the store's own client.
+    fn put_old_namespace(
+        &self,
+        namespace: &Namespace,
+        record: &NamespaceRecord,
     ) -> impl Future<Output = ()> + Send;
 
     /// The store's clock, when the test controls it; `None` for a server's clock, which cases wait for in real
@@ -118,8 +127,12 @@ macro_rules! conformance_tests {
             release_hands_last_issued_to_the_next_holder,
             release_without_ids_or_past_the_ceiling_is_bounded_by_the_window,
             renewal_and_release_after_release_are_lost,
-            renewal_and_release_of_a_slot_never_used_are_lost,
+            renewal_and_release_of_a_slot_never_used_are_regressions,
+            records_below_a_held_lease_are_regressions_and_left_alone,
+            a_free_slot_whose_floor_is_far_ahead_is_taken_last,
             a_namespace_mismatch_is_refused_naming_both_values,
+            a_second_layout_in_one_namespace_is_refused_naming_both_values,
+            a_namespace_recorded_without_a_layout_is_upgraded_by_the_first_writer,
             corrupt_records_are_refused_and_left_alone,
             raise_not_before_raises_the_floor_of_unused_slots_and_never_lowers,
             names_that_differ_in_special_characters_never_share_records,
@@ -218,6 +231,27 @@ pub fn assert_lost<T: std::fmt::Debug>(r: Result<T, StoreError>, slot: u32, what
     }
 }
 
+/// A `Regression` naming the slot (or the namespace record) in `what`.
+#[track_caller]
+pub fn assert_regression<T: std::fmt::Debug>(
+    r: Result<T, StoreError>,
+    what_names: &str,
+    what: &str,
+) {
+    match r {
+        Err(StoreError::Regression {
+            what: w, detail, ..
+        }) => {
+            assert!(
+                w.contains(what_names),
+                "{what}: Regression names {w:?}, expected {what_names:?}"
+            );
+            assert!(!detail.is_empty(), "{what}: Regression without a detail");
+        }
+        other => panic!("{what}: expected Regression on {what_names}, got {other:?}"),
+    }
+}
+
 #[track_caller]
 pub fn assert_corrupt<T: std::fmt::Debug>(r: Result<T, StoreError>, detail: &str, what: &str) {
     match r {
@@ -272,7 +306,8 @@ pub async fn first_acquire_sets_fence_floor_expiry_ceiling_and_next_floor(t: &im
         Some(NamespaceRecord {
             bits: CONFIG.bits,
             tolerance_ms: CONFIG.tolerance_ms,
-            not_before: 0
+            not_before: 0,
+            layout: Some(CONFIG.layout),
         })
     );
     assert_eq!(
@@ -583,7 +618,8 @@ pub async fn release_hands_last_issued_to_the_next_holder(t: &impl Target) {
     let ns = fresh("handover");
     let store = t.store();
     let a = acquire(t, &ns, &Owner::new("a"), LONG_TTL_MS).await.lease;
-    let last = a.ceiling - 500;
+    // An id right after the grant: a floor the next acquirer can start from at once, so the slot stays the lowest.
+    let last = a.store_now + 1;
     assert!(last > a.floor);
     store.release(&a, Some(last)).await.unwrap();
     let r = record(t, &ns, a.slot).await;
@@ -644,7 +680,8 @@ pub async fn renewal_and_release_after_release_are_lost(t: &impl Target) {
     assert_eq!(record(t, &ns, a.slot).await, before);
 }
 
-pub async fn renewal_and_release_of_a_slot_never_used_are_lost(t: &impl Target) {
+/// A lease on a slot that has no record can only mean the store lost the record: every grant writes one.
+pub async fn renewal_and_release_of_a_slot_never_used_are_regressions(t: &impl Target) {
     let ns = fresh("never-used");
     let store = t.store();
     let a = acquire(t, &ns, &Owner::new("a"), LONG_TTL_MS).await.lease;
@@ -652,17 +689,144 @@ pub async fn renewal_and_release_of_a_slot_never_used_are_lost(t: &impl Target) 
         slot: 3,
         ..a.clone()
     };
-    assert_lost(
+    assert_regression(
         store.renew(&ghost, LONG_TTL_MS, CONFIG.tolerance_ms).await,
-        3,
+        "slot 3",
         "renew of slot 3",
     );
-    assert_lost(store.release(&ghost, None).await, 3, "release of slot 3");
+    assert_regression(
+        store.release(&ghost, None).await,
+        "slot 3",
+        "release of slot 3",
+    );
     assert_eq!(
         inspect(t, &ns).await.slots.len(),
         1,
         "no record appears for slot 3"
     );
+}
+
+/// Records that no protocol step could make from the one that granted a held lease (a fence below it, its own
+/// fence under another owner or released, its window lowered) mean the store lost or rolled back writes.
+pub async fn records_below_a_held_lease_are_regressions_and_left_alone(t: &impl Target) {
+    let ns = fresh("below");
+    let store = t.store();
+    let owner = Owner::new("a");
+    let first = acquire(t, &ns, &owner, LONG_TTL_MS).await.lease;
+    store.release(&first, Some(first.floor)).await.unwrap();
+    let held = acquire(t, &ns, &owner, LONG_TTL_MS).await.lease;
+    assert_eq!((held.slot, held.fence), (first.slot, 3));
+    let good = record(t, &ns, held.slot).await;
+    let other = Owner::new("b");
+    let rolled_back: [(&str, SlotRecord); 4] = [
+        (
+            "an older fence held by another owner",
+            SlotRecord {
+                owner: Some(other.clone()),
+                last_owner_key: Some(other.key.clone()),
+                fence: 2,
+                ..good.clone()
+            },
+        ),
+        (
+            "the lease's own fence, released",
+            SlotRecord {
+                owner: None,
+                ..good.clone()
+            },
+        ),
+        (
+            "the lease's own fence under another owner",
+            SlotRecord {
+                owner: Some(other.clone()),
+                ..good.clone()
+            },
+        ),
+        (
+            "the lease's window lowered",
+            SlotRecord {
+                ceiling: held.ceiling - 10,
+                next_floor: held.ceiling - 10,
+                expires_at: held.expires_at - 10,
+                ..good.clone()
+            },
+        ),
+    ];
+    for (what, bad) in rolled_back {
+        t.put_raw(&ns, &bad).await;
+        assert_regression(
+            store.renew(&held, LONG_TTL_MS, CONFIG.tolerance_ms).await,
+            &format!("slot {}", held.slot),
+            what,
+        );
+        assert_regression(
+            store.release(&held, None).await,
+            &format!("slot {}", held.slot),
+            what,
+        );
+        assert_eq!(record(t, &ns, held.slot).await, bad, "{what}: left alone");
+    }
+}
+
+/// A slot released with a floor far ahead (by a holder whose clock ran an hour fast) must not stop every later
+/// acquirer while other slots are free: the lowest free slot is one that can start now; the preferred and the
+/// sticky slot keep their rank only while their floor is less than a lease away.
+pub async fn a_free_slot_whose_floor_is_far_ahead_is_taken_last(t: &impl Target) {
+    let ns = fresh("ahead");
+    let store = t.store();
+    let fast = Owner::new("fast");
+    let first = acquire(t, &ns, &fast, LONG_TTL_MS).await.lease;
+    assert_eq!(first.slot, 0);
+    let now = inspect(t, &ns).await.store_now;
+    let hour = 3_600_000;
+    let poisoned = SlotRecord {
+        slot: 0,
+        owner: None,
+        last_owner_key: Some(fast.key.clone()),
+        fence: first.fence + 1,
+        expires_at: now + hour,
+        floor: first.floor,
+        ceiling: now + hour + CONFIG.tolerance_ms,
+        next_floor: now + hour + CONFIG.tolerance_ms,
+    };
+    t.put_raw(&ns, &poisoned).await;
+    // A slot released a little ahead (a restart on a clock slightly behind): still a fine preferred slot.
+    let near = SlotRecord {
+        slot: 5,
+        last_owner_key: Some("near".into()),
+        next_floor: now + 1_000,
+        ..poisoned.clone()
+    };
+    let near = SlotRecord {
+        floor: near.next_floor,
+        ceiling: near.next_floor,
+        ..near
+    };
+    t.put_raw(&ns, &near).await;
+
+    let b = acquire(t, &ns, &Owner::new("b"), LONG_TTL_MS).await.lease;
+    assert_eq!(b.slot, 1, "the lowest free slot that can start now");
+    assert!(b.floor <= now + LONG_TTL_MS, "{b:?}");
+    let c = store
+        .acquire(&ns, &CONFIG, &preferring(&Owner::new("c"), 0))
+        .await
+        .unwrap()
+        .lease;
+    assert_eq!(c.slot, 2, "a preferred slot an hour ahead is passed over");
+    let d = acquire(t, &ns, &fast, LONG_TTL_MS).await.lease;
+    assert_eq!(d.slot, 3, "so is a sticky slot an hour ahead");
+    let e = store
+        .acquire(&ns, &CONFIG, &preferring(&Owner::new("e"), 5))
+        .await
+        .unwrap()
+        .lease;
+    assert_eq!(
+        (e.slot, e.floor),
+        (5, now + 1_000),
+        "a preferred slot a second ahead keeps its rank"
+    );
+    let zero = record(t, &ns, 0).await;
+    assert_eq!(zero, poisoned, "the slot an hour ahead was never granted");
 }
 
 pub async fn a_namespace_mismatch_is_refused_naming_both_values(t: &impl Target) {
@@ -718,6 +882,111 @@ pub async fn a_namespace_mismatch_is_refused_naming_both_values(t: &impl Target)
         seen.namespace
             .map(|n| (n.bits, n.tolerance_ms, n.not_before)),
         Some((5, 1_000, 0))
+    );
+}
+
+/// The same number decodes to another time, slot and sequence under another layout: one namespace, one layout.
+pub async fn a_second_layout_in_one_namespace_is_refused_naming_both_values(t: &impl Target) {
+    let ns = fresh("layouts");
+    let store = t.store();
+    acquire(t, &ns, &Owner::new("millis"), LONG_TTL_MS).await;
+    let seconds = NamespaceConfig {
+        layout: cosid::Layout::seconds(),
+        ..CONFIG
+    };
+    let other_epoch = NamespaceConfig {
+        layout: cosid::Layout::new(1_600_000_000_000, cosid::Tick::Millisecond, 41, 10, 12)
+            .unwrap(),
+        ..CONFIG
+    };
+    let narrower = NamespaceConfig {
+        layout: cosid::Layout::js_safe(),
+        ..CONFIG
+    };
+    for (config, field, stored, requested) in [
+        (seconds, "layout tick_ms", 1, 1_000),
+        (
+            other_epoch,
+            "layout epoch_ms",
+            cosid::Layout::DEFAULT_EPOCH_MS,
+            1_600_000_000_000,
+        ),
+        (narrower, "layout slot_bits", 10, 5),
+    ] {
+        let results = [
+            store
+                .acquire(&ns, &config, &request(&Owner::new("b"), LONG_TTL_MS))
+                .await
+                .map(|_| ()),
+            store.raise_not_before(&ns, &config, 1).await.map(|_| ()),
+        ];
+        for r in results {
+            match r {
+                Err(StoreError::NamespaceMismatch {
+                    field: f,
+                    stored: s,
+                    requested: q,
+                    ..
+                }) => assert_eq!((f, s, q), (field, stored, requested)),
+                other => panic!("{field}: expected NamespaceMismatch, got {other:?}"),
+            }
+        }
+    }
+    let seen = inspect(t, &ns).await;
+    assert_eq!(seen.slots.len(), 1, "refused instances hold nothing");
+    assert_eq!(seen.namespace.and_then(|n| n.layout), Some(CONFIG.layout));
+}
+
+/// A namespace recorded before layouts were is upgraded, not refused: the first writer records its layout, and
+/// from then on another layout is refused.
+pub async fn a_namespace_recorded_without_a_layout_is_upgraded_by_the_first_writer(
+    t: &impl Target,
+) {
+    let old = NamespaceRecord {
+        bits: CONFIG.bits,
+        tolerance_ms: CONFIG.tolerance_ms,
+        not_before: 7,
+        layout: None,
+    };
+    let store = t.store();
+    let seconds = NamespaceConfig {
+        layout: cosid::Layout::seconds(),
+        ..CONFIG
+    };
+    // By an acquisition.
+    let ns = fresh("old-acquire");
+    t.put_old_namespace(&ns, &old).await;
+    assert_eq!(inspect(t, &ns).await.namespace, Some(old));
+    let a = acquire(t, &ns, &Owner::new("a"), LONG_TTL_MS).await.lease;
+    assert_eq!(a.floor, 7, "not_before kept");
+    assert_eq!(
+        inspect(t, &ns).await.namespace,
+        Some(NamespaceRecord {
+            layout: Some(CONFIG.layout),
+            ..old
+        })
+    );
+    assert!(matches!(
+        store
+            .acquire(&ns, &seconds, &request(&Owner::new("b"), LONG_TTL_MS))
+            .await,
+        Err(StoreError::NamespaceMismatch {
+            field: "layout tick_ms",
+            ..
+        })
+    ));
+    // By a migration.
+    let ns = fresh("old-raise");
+    t.put_old_namespace(&ns, &old).await;
+    let raised = store.raise_not_before(&ns, &seconds, 9).await.unwrap();
+    assert_eq!(raised.layout, Some(cosid::Layout::seconds()));
+    assert_eq!(
+        inspect(t, &ns).await.namespace,
+        Some(NamespaceRecord {
+            not_before: 9,
+            layout: Some(cosid::Layout::seconds()),
+            ..old
+        })
     );
 }
 
@@ -803,7 +1072,8 @@ pub async fn raise_not_before_raises_the_floor_of_unused_slots_and_never_lowers(
         NamespaceRecord {
             bits: CONFIG.bits,
             tolerance_ms: CONFIG.tolerance_ms,
-            not_before: far
+            not_before: far,
+            layout: Some(CONFIG.layout),
         },
         "a new namespace is created with the instance's settings"
     );

@@ -132,6 +132,7 @@ impl SimStore {
             self.validated(r)?;
         }
         let (after, renewed) = protocol::renew(
+            KIND,
             current.as_ref(),
             lease,
             self.ttl_ms,
@@ -165,9 +166,9 @@ impl SimStore {
                     fence: r.fence,
                     ..lease.clone()
                 };
-                protocol::release(current.as_ref(), &as_if_current, last_issued)?
+                protocol::release(KIND, current.as_ref(), &as_if_current, last_issued)?
             }
-            _ => protocol::release(current.as_ref(), lease, last_issued)?,
+            _ => protocol::release(KIND, current.as_ref(), lease, last_issued)?,
         };
         self.slots.insert(after.slot, after.clone());
         Ok(Change {

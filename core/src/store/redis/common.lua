@@ -2,11 +2,11 @@
 -- conformance suite (core/tests/conformance) runs the same cases against both.
 --
 -- Every script gets KEYS[1] = the namespace hash `cosid:{<encoded name>}:ns` (fields bits, tolerance_ms,
--- not_before) and KEYS[2] = the slots hash `cosid:{<encoded name>}:slots` (one field per slot). Both keys share
+-- not_before, and layout: lease::layout_text, absent in records written before layouts were recorded) and KEYS[2] = the slots hash `cosid:{<encoded name>}:slots` (one field per slot). Both keys share
 -- a hash tag, so a Redis Cluster keeps a namespace on one shard. No key ever gets a TTL.
 --
 -- A script answers with a table whose first element names the outcome: 'ok', 'exhausted', 'mismatch', 'lost',
--- 'corrupt' or 'lowered'. Every outcome but 'ok' is decided before the first write, so a refused call changes
+-- 'regression', 'corrupt' or 'lowered'. Every outcome but 'ok' is decided before the first write, so a refused call changes
 -- nothing. Numbers are whole and below 2^53, where Lua's doubles are exact; the Rust side checks its arguments.
 
 -- Redis 3.2 to 4 replicate scripts verbatim unless told otherwise; TIME then refuses later writes. A no-op since 5.
@@ -73,6 +73,28 @@ local function store_now()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
+-- lease::layout_text: v1;epoch_ms;tick_ms;timestamp_bits;slot_bits;sequence_bits. Returns the fields by the
+-- names a mismatch gives them, in the order they are compared, or nil for anything else.
+local LAYOUT_FIELDS = { 'layout epoch_ms', 'layout tick_ms', 'layout timestamp_bits', 'layout slot_bits',
+  'layout sequence_bits' }
+local function parse_layout(s)
+  if type(s) ~= 'string' then
+    return nil
+  end
+  local parts = { string.match(s, '^v1;(%d+);(%d+);(%d+);(%d+);(%d+)$') }
+  if #parts ~= 5 then
+    return nil
+  end
+  local fields = {}
+  for i, p in ipairs(parts) do
+    fields[i] = int(p)
+    if fields[i] == nil then
+      return nil
+    end
+  end
+  return fields
+end
+
 local function read_namespace()
   local flat = redis.call('HGETALL', KEYS[1])
   if #flat == 0 then
@@ -81,7 +103,7 @@ local function read_namespace()
   local h = {}
   for i = 1, #flat, 2 do
     local name = flat[i]
-    if name ~= 'bits' and name ~= 'tolerance_ms' and name ~= 'not_before' then
+    if name ~= 'bits' and name ~= 'tolerance_ms' and name ~= 'not_before' and name ~= 'layout' then
       corrupt('the namespace record', 'unknown field ' .. quote(name))
     end
     h[name] = flat[i + 1]
@@ -99,24 +121,48 @@ local function read_namespace()
   if record.bits < 1 or record.bits > 31 then
     corrupt('the namespace record', 'bits ' .. fmt(record.bits) .. ' is not 1 to 31')
   end
+  -- Absent in a record written before layouts were recorded: the next writer records it.
+  record.layout = h.layout or false
+  if record.layout and parse_layout(record.layout) == nil then
+    corrupt('the namespace record', 'layout ' .. quote(record.layout)
+      .. ' is not v1;epoch_ms;tick_ms;timestamp_bits;slot_bits;sequence_bits')
+  end
   return record
 end
 
 local function write_namespace(ns)
   redis.call('HSET', KEYS[1], 'bits', fmt(ns.bits), 'tolerance_ms', fmt(ns.tolerance_ms),
     'not_before', fmt(ns.not_before))
+  if ns.layout then
+    redis.call('HSET', KEYS[1], 'layout', ns.layout)
+  end
 end
 
--- protocol::check_namespace: the stored record, or a new one for a new namespace (second result true).
-local function check_namespace(stored, bits, tolerance)
+-- protocol::check_namespace: the stored record, or a new one for a new namespace, or the stored one given this
+-- instance's layout when it had none (second result true when it must be written).
+local function check_namespace(stored, bits, tolerance, layout)
+  local asked = parse_layout(layout)
+  if asked == nil then
+    error('cosid: the layout argument is not a layout: ' .. quote(layout))
+  end
   if stored == nil then
-    return { bits = bits, tolerance_ms = tolerance, not_before = 0 }, true
+    return { bits = bits, tolerance_ms = tolerance, not_before = 0, layout = layout }, true
   end
   if stored.bits ~= bits then
     stop('mismatch', 'bits', stored.bits, bits)
   end
   if stored.tolerance_ms ~= tolerance then
     stop('mismatch', 'tolerance_ms', stored.tolerance_ms, tolerance)
+  end
+  if not stored.layout then
+    stored.layout = layout
+    return stored, true
+  end
+  local theirs = parse_layout(stored.layout)
+  for i, name in ipairs(LAYOUT_FIELDS) do
+    if theirs[i] ~= asked[i] then
+      stop('mismatch', name, theirs[i], asked[i])
+    end
   end
   return stored, false
 end
@@ -232,10 +278,27 @@ local function validate(r, bits)
   end
 end
 
--- protocol::matching: the record, if it is still this lease's (same incarnation and fence).
-local function matching(r, incarnation, fence)
+-- protocol::matching: the record, if it is still this lease's (same incarnation and fence). A record no protocol
+-- step could have made from the one that granted the lease means the store lost writes: 'regression'.
+local function matching(slot, r, incarnation, fence, floor, ceiling)
   if r == nil then
-    stop('lost', 'the slot has no record')
+    stop('regression', 'slot ' .. fmt(slot), 'the slot has no record, but a lease with fence ' .. fmt(fence)
+      .. ' and ceiling ' .. fmt(ceiling) .. ' is held on it')
+  end
+  local mine = r.owner_key and r.incarnation == incarnation
+  if r.fence < fence or (r.fence == fence and not mine) then
+    local state = 'released'
+    if r.owner_key then
+      state = 'held by ' .. r.owner_key
+    end
+    stop('regression', 'slot ' .. fmt(r.slot), 'fence is ' .. fmt(r.fence) .. ' in the store (' .. state
+      .. '), but a lease with fence ' .. fmt(fence) .. ' is held on it')
+  end
+  -- Past this lease's fence the holder's own release may have lowered next_floor to its last timestamp.
+  if r.fence == fence and (r.floor ~= floor or r.ceiling < ceiling or r.next_floor < ceiling) then
+    stop('regression', 'slot ' .. fmt(r.slot), 'the store has floor ' .. fmt(r.floor) .. ', ceiling '
+      .. fmt(r.ceiling) .. ', next_floor ' .. fmt(r.next_floor) .. ' at fence ' .. fmt(r.fence)
+      .. ", below the lease's floor " .. fmt(floor) .. ', ceiling ' .. fmt(ceiling) .. ' at fence ' .. fmt(fence))
   end
   if not r.owner_key then
     stop('lost', 'the slot was released (fence ' .. fmt(r.fence) .. ' now, lease fence ' .. fmt(fence) .. ')')
@@ -250,11 +313,13 @@ local function matching(r, incarnation, fence)
   return r
 end
 
--- The namespace record of a held lease: it must exist.
-local function held_namespace()
+-- protocol::held_namespace: the namespace record of a held lease. It is written before any slot is granted and
+-- never deleted, so its absence means the store lost writes.
+local function held_namespace(slot, fence, ceiling)
   local ns = read_namespace()
   if ns == nil then
-    corrupt('the namespace record', 'missing while a lease on it is held')
+    stop('regression', 'the record', 'missing while slot ' .. fmt(slot) .. ' is held with fence ' .. fmt(fence)
+      .. ' and ceiling ' .. fmt(ceiling))
   end
   return ns
 end

@@ -6,7 +6,7 @@ return run(function()
   local now = store_now()
   local ns_reply = false
   if ns then
-    ns_reply = { ns.bits, ns.tolerance_ms, ns.not_before }
+    ns_reply = { ns.bits, ns.tolerance_ms, ns.not_before, ns.layout }
   end
   local slot_replies = {}
   for i, r in ipairs(slots) do
