@@ -284,7 +284,7 @@ pub fn run(seed: u64, setup: Setup) -> Outcome {
     let config = NamespaceConfig {
         bits: BITS,
         tolerance_ms: p.tolerance,
-        layout: cosid::Layout::millis(),
+        layout: p.layout,
     };
     let mut rng = StdRng::seed_from_u64(seed);
     let holders = (0..HOLDERS)
