@@ -477,13 +477,16 @@ impl Keeper {
                             // lifts the slot's next_floor above every timestamp issued on it. Then recover.
                             let lease = &acquired.lease;
                             self.alarm(shared, lease.slot, detail);
-                            if let Err(e) = self.store.release(lease, Some(shared.highest_ceiling())).await {
-                                tracing::warn!(error = %e, slot = lease.slot, "cosid: could not give back a refused slot");
+                            let give_back = self.store.release(lease, Some(shared.highest_ceiling()));
+                            match tokio::time::timeout(self.ttl(), give_back).await {
+                                Ok(Ok(())) => {}
+                                Ok(Err(e)) => tracing::warn!(error = %e, slot = lease.slot, "cosid: could not give back a refused slot"),
+                                Err(_) => tracing::warn!(slot = lease.slot, "cosid: giving back a refused slot timed out"),
                             }
+                            // After the recovery, the next grant's floor is past every ceiling seen: it is taken.
                             if !self.recover(shared, stop).await {
                                 return false;
                             }
-                            continue;
                         }
                     },
                     Err(e @ StoreError::Regression { .. }) => {
@@ -491,7 +494,6 @@ impl Keeper {
                         if !self.recover(shared, stop).await {
                             return false;
                         }
-                        continue;
                     }
                     Err(e) => {
                         shared.emit(Event::RenewFailed {
@@ -503,6 +505,7 @@ impl Keeper {
                 },
                 _ = stop.changed() => return self.closed(shared),
             }
+            // Every way round the loop backs off, so a store that keeps answering the same cannot spin the keeper.
             tokio::select! {
                 _ = tokio::time::sleep(backoff) => {}
                 _ = stop.changed() => return self.closed(shared),
