@@ -320,6 +320,11 @@ impl Keeper {
                         "renewal returned fence {}, floor {}, ceiling {} for a lease with fence {}, floor {}, ceiling {}",
                         renewed.fence, renewed.floor, renewed.ceiling, lease.fence, lease.floor, lease.ceiling
                     );
+                    // Stop issuing first; then give the damaged lease back with the ceiling this runtime knows
+                    // was used, so its slot's next_floor is above it again and it is not returned to us as ours.
+                    shared.generator.invalidate();
+                    self.give_back(&renewed, lease.ceiling.max(renewed.ceiling))
+                        .await;
                     if !self
                         .lost_writes(&shared, lease.slot, detail, &mut stop)
                         .await
@@ -393,6 +398,21 @@ impl Keeper {
         shared.set_state(State::Reacquiring);
         self.alarm(shared, slot, detail);
         self.recover(shared, stop).await && self.reacquire(shared, stop).await
+    }
+
+    /// Releases a lease this runtime will not issue on, handing over `ceiling` as its last timestamp (release
+    /// caps it at the lease's ceiling). Bounded; a failure only leaves the slot to expire.
+    async fn give_back(&self, lease: &SlotLease, ceiling: u64) {
+        match tokio::time::timeout(self.ttl(), self.store.release(lease, Some(ceiling))).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => {
+                tracing::warn!(error = %e, slot = lease.slot, "cosid: could not give back a refused slot")
+            }
+            Err(_) => tracing::warn!(
+                slot = lease.slot,
+                "cosid: giving back a refused slot timed out"
+            ),
+        }
     }
 
     fn alarm(&self, shared: &Shared, slot: u32, detail: String) {
@@ -477,12 +497,7 @@ impl Keeper {
                             // lifts the slot's next_floor above every timestamp issued on it. Then recover.
                             let lease = &acquired.lease;
                             self.alarm(shared, lease.slot, detail);
-                            let give_back = self.store.release(lease, Some(shared.highest_ceiling()));
-                            match tokio::time::timeout(self.ttl(), give_back).await {
-                                Ok(Ok(())) => {}
-                                Ok(Err(e)) => tracing::warn!(error = %e, slot = lease.slot, "cosid: could not give back a refused slot"),
-                                Err(_) => tracing::warn!(slot = lease.slot, "cosid: giving back a refused slot timed out"),
-                            }
+                            self.give_back(lease, shared.highest_ceiling()).await;
                             // After the recovery, the next grant's floor is past every ceiling seen: it is taken.
                             if !self.recover(shared, stop).await {
                                 return false;
