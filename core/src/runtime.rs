@@ -22,6 +22,10 @@ use tokio::sync::watch;
 /// `Runtime` is `Send + Sync`: share it (by reference or in an `Arc`) between any number of threads. Dropping it
 /// shuts it down, as [`shutdown`](Runtime::shutdown) does.
 ///
+/// Inside a tokio runtime (`#[tokio::main]`), [`Builder::build`] and [`Runtime::from_env`] work too: they start on
+/// a thread of their own, blocking the calling task meanwhile. In async code prefer
+/// [`Builder::build_async`] and [`Runtime::shutdown_async`], which keep the executor's threads free.
+///
 /// ```
 /// let rt = cosid::Runtime::builder().store("memory:").namespace("doc").build()?;
 /// let a = rt.next_id()?;
@@ -56,7 +60,8 @@ impl Runtime {
         }
     }
 
-    /// A runtime configured from the `COSID_*` environment variables.
+    /// A runtime configured from the `COSID_*` environment variables. Works inside a tokio runtime too (see
+    /// [`Builder::build`]).
     pub fn from_env() -> Result<Runtime, Error> {
         Builder::from_env()?.build()
     }
@@ -128,6 +133,25 @@ impl Runtime {
             Err(_) => {
                 tracing::error!("cosid: the keeper thread panicked");
                 // Nothing can be issued any more, whatever the keeper did: seal (again) for the exact last value.
+                self.shared.generator.seal()
+            }
+        }
+    }
+
+    /// [`shutdown`](Self::shutdown) for async code: the wait for the keeper's last release runs on tokio's blocking
+    /// pool, not on the executor's thread. Dropping a `Runtime` in async code is safe too, but blocks the task for
+    /// that release (bounded by the ttl).
+    pub async fn shutdown_async(&self) -> Option<u64> {
+        let keeper = self
+            .keeper
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()?;
+        let _ = keeper.stop.send(true);
+        match tokio::task::spawn_blocking(move || keeper.thread.join()).await {
+            Ok(Ok(last)) => last,
+            _ => {
+                tracing::error!("cosid: the keeper thread panicked");
                 self.shared.generator.seal()
             }
         }
@@ -276,7 +300,50 @@ impl Builder {
     }
 
     /// Opens the store, acquires a slot (retrying for the acquire timeout), and starts the keeper.
+    ///
+    /// Blocks until then. Called inside a tokio runtime (where blocking on a runtime of our own would panic with
+    /// "Cannot start a runtime from within a runtime"), it does the start on a thread of its own and waits for it;
+    /// async code should prefer [`build_async`](Self::build_async).
     pub fn build(self) -> Result<Runtime, Error> {
+        if tokio::runtime::Handle::try_current().is_err() {
+            return self.build_here();
+        }
+        let start = std::thread::Builder::new()
+            .name("cosid-start".into())
+            .spawn(move || self.build_here())
+            .map_err(runtime_error)?;
+        start
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+    }
+
+    /// [`build`](Self::build) for async code: the start (store connection, slot acquisition with its retries)
+    /// runs on tokio's blocking pool, so it neither panics nor holds an executor thread.
+    ///
+    /// ```
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let rt = cosid::Runtime::builder().store("memory:").namespace("doc-async").build_async().await?;
+    /// let id = rt.next_id()?;
+    /// assert_eq!(rt.layout().decompose(id)?.slot, u64::from(rt.status().slot));
+    /// rt.shutdown_async().await;
+    /// # Ok::<(), cosid::Error>(())
+    /// # }).unwrap();
+    /// ```
+    pub async fn build_async(self) -> Result<Runtime, Error> {
+        if tokio::runtime::Handle::try_current().is_err() {
+            // Polled by another executor: no blocking pool to use.
+            return self.build_here();
+        }
+        match tokio::task::spawn_blocking(move || self.build_here()).await {
+            Ok(built) => built,
+            Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+            Err(e) => Err(runtime_error(e)),
+        }
+    }
+
+    /// The start itself, on a thread that is not inside a tokio runtime: it blocks on (and may drop) a
+    /// current-thread runtime of its own.
+    fn build_here(self) -> Result<Runtime, Error> {
         let config = self.config;
         config.validate()?;
         let namespace = Namespace::new(config.namespace.clone())?;
@@ -284,12 +351,7 @@ impl Builder {
             .enable_all()
             .thread_name("cosid-keeper")
             .build()
-            .map_err(|e| {
-                Error::Store(crate::store::StoreError::Generic {
-                    store: "runtime",
-                    source: Box::new(e),
-                })
-            })?;
+            .map_err(runtime_error)?;
         let owner = Owner::new(config.owner_key());
         let generator = Generator::new(config.layout, config.clock.clone(), config.waits);
         let (stop, stopped) = watch::channel(false);
@@ -369,15 +431,18 @@ impl Builder {
         let thread = std::thread::Builder::new()
             .name("cosid-keeper".into())
             .spawn(move || tokio.block_on(task))
-            .map_err(|e| {
-                Error::Store(crate::store::StoreError::Generic {
-                    store: "runtime",
-                    source: Box::new(e),
-                })
-            })?;
+            .map_err(runtime_error)?;
         Ok(Runtime {
             shared,
             keeper: Mutex::new(Some(KeeperThread { stop, thread })),
         })
     }
+}
+
+/// A failure to start a thread or a tokio runtime.
+fn runtime_error(e: impl std::error::Error + Send + Sync + 'static) -> Error {
+    Error::Store(crate::store::StoreError::Generic {
+        store: "runtime",
+        source: Box::new(e),
+    })
 }
