@@ -13,7 +13,14 @@ pub struct Global {
     /// Store URL: sqlite:///path, memory:, redis://, postgres://, mysql:// or etcd://
     ///
     /// Default: the SQLite file $XDG_STATE_HOME/cosid/leases.db, else ~/.local/state/cosid/leases.db.
-    #[arg(long, global = true, env = "COSID_STORE", value_name = "URL")]
+    // Never print the value: a store URL may carry a password (`--help` shows `[env: COSID_STORE=...]`).
+    #[arg(
+        long,
+        global = true,
+        env = "COSID_STORE",
+        hide_env_values = true,
+        value_name = "URL"
+    )]
     pub store: Option<String>,
 
     /// Namespace name [default: default]

@@ -8,7 +8,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// Every setting of a [`Runtime`](crate::Runtime). Start from [`Config::default`] or [`Config::from_env`].
-#[derive(Debug, Clone)]
+/// Its `Debug` output shows the store URL redacted.
+#[derive(Clone)]
 pub struct Config {
     /// Store URL; `None` is the embedded SQLite file in the user's state directory.
     pub store: Option<String>,
@@ -32,6 +33,24 @@ pub struct Config {
     pub waits: Waits,
     /// The clock (the system clock unless a test injects one).
     pub clock: Arc<dyn Clock>,
+}
+
+impl std::fmt::Debug for Config {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Config")
+            .field("store", &self.store.as_deref().map(crate::store::redacted))
+            .field("namespace", &self.namespace)
+            .field("layout", &self.layout)
+            .field("ttl", &self.ttl)
+            .field("tolerance", &self.tolerance)
+            .field("bits", &self.bits)
+            .field("owner_key", &self.owner_key)
+            .field("preferred_slot", &self.preferred_slot)
+            .field("acquire_timeout", &self.acquire_timeout)
+            .field("waits", &self.waits)
+            .field("clock", &self.clock)
+            .finish()
+    }
 }
 
 impl Default for Config {

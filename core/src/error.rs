@@ -88,14 +88,15 @@ impl Error {
 pub struct ConfigError {
     /// The setting (`COSID_TTL`, `ttl`, ...).
     pub setting: String,
-    /// The value given.
+    /// The value given, with any secret in it (a store URL's password) replaced by `***`.
     pub value: String,
     /// What was expected.
     pub expected: String,
 }
 
 impl ConfigError {
-    /// A new error for `setting`.
+    /// A new error for `setting`. The value is redacted: an error is printed and logged, and the value may be a
+    /// store URL with a password in it (redaction leaves values without one as they are).
     pub fn new(
         setting: impl Into<String>,
         value: impl Into<String>,
@@ -103,7 +104,7 @@ impl ConfigError {
     ) -> Self {
         Self {
             setting: setting.into(),
-            value: value.into(),
+            value: crate::store::redacted(&value.into()),
             expected: expected.into(),
         }
     }

@@ -257,8 +257,8 @@ pub async fn read_redis(url: &str, old_ns: &str) -> Result<Vec<OldMachine>, Stor
         source: Box::new(e),
     };
     let client = redis::Client::open(url).map_err(|e| StoreError::InvalidUrl {
-        url: url.to_owned(),
-        reason: e.to_string(),
+        url: crate::store::redacted(url),
+        reason: crate::store::scrub(&e.to_string(), url),
     })?;
     let mut conn = client
         .get_multiplexed_async_connection()
@@ -325,8 +325,8 @@ pub async fn read_mysql(url: &str, old_ns: &str) -> Result<Vec<OldMachine>, Stor
         source: Box::new(e),
     };
     let opts = mysql_async::Opts::from_url(url).map_err(|e| StoreError::InvalidUrl {
-        url: url.to_owned(),
-        reason: e.to_string(),
+        url: crate::store::redacted(url),
+        reason: crate::store::scrub(&e.to_string(), url),
     })?;
     let mut conn = mysql_async::Conn::new(opts).await.map_err(unavailable)?;
     let rows: Vec<(i64, i64, Option<String>)> = conn

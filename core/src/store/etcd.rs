@@ -348,9 +348,10 @@ impl EtcdStore {
     /// Prepares a client for `endpoints` (`host:port`, the first optionally `user:password@host:port`); the store
     /// clock is `clock`. Does not connect.
     pub async fn open(endpoints: &[String], clock: Arc<dyn Clock>) -> Result<Self, StoreError> {
+        let given = format!("etcd://{}", endpoints.join(","));
         let invalid = |reason: String| StoreError::InvalidUrl {
-            url: format!("etcd://{}", endpoints.join(",")),
-            reason,
+            url: super::url::redacted(&given),
+            reason: super::url::scrub(&reason, &given),
         };
         let mut options = ConnectOptions::new()
             .with_connect_timeout(REQUEST_TIMEOUT)
@@ -372,7 +373,8 @@ impl EtcdStore {
                 }
                 Some(_) => {
                     return Err(invalid(format!(
-                        "credentials are accepted on the first endpoint only, found them in {endpoint:?}"
+                        "credentials are accepted on the first endpoint only, found them in endpoint {}",
+                        i + 1
                     )))
                 }
                 None => endpoint.as_str(),

@@ -15,7 +15,7 @@ mod redis;
 mod sqlite;
 mod url;
 
-pub use self::url::{open, redacted, StoreUrl};
+pub use self::url::{open, redacted, scrub, StoreUrl};
 #[cfg(feature = "etcd")]
 pub use etcd::EtcdStore;
 pub use memory::MemoryStore;

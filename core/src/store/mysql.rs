@@ -199,8 +199,8 @@ impl MysqlStore {
     /// Prepares a pool for `url` (`mysql://` or `mariadb://`). Does not connect.
     pub async fn open(url: &str) -> Result<Self, StoreError> {
         let invalid = |reason: String| StoreError::InvalidUrl {
-            url: url.to_owned(),
-            reason,
+            url: super::url::redacted(url),
+            reason: super::url::scrub(&reason, url),
         };
         let normalized = match url.split_once("://") {
             Some(("mysql", rest)) | Some(("mariadb", rest)) => format!("mysql://{rest}"),

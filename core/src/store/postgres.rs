@@ -174,7 +174,7 @@ impl PostgresStore {
     pub fn open(url: &str) -> Result<Self, StoreError> {
         let invalid = |reason: String| StoreError::InvalidUrl {
             url: super::url::redacted(url),
-            reason,
+            reason: super::url::scrub(&reason, url),
         };
         let mut config: tokio_postgres::Config = url
             .parse()

@@ -135,7 +135,7 @@ impl RedisStore {
         let _ = rustls::crypto::ring::default_provider().install_default();
         let client = Client::open(url).map_err(|e| StoreError::InvalidUrl {
             url: super::url::redacted(url),
-            reason: e.to_string(),
+            reason: super::url::scrub(&e.to_string(), url),
         })?;
         Ok(Self {
             client,

@@ -27,8 +27,8 @@ impl StoreUrl {
     /// Parses `url`. The scheme decides the store.
     pub fn parse(url: &str) -> Result<Self, StoreError> {
         let invalid = |reason: &str| StoreError::InvalidUrl {
-            url: url.to_owned(),
-            reason: reason.to_owned(),
+            url: redacted(url),
+            reason: scrub(reason, url),
         };
         let (scheme, rest) = url.split_once(':').ok_or_else(|| {
             invalid("expected SCHEME:..., e.g. sqlite:///var/lib/cosid/leases.db")
@@ -85,34 +85,163 @@ impl std::fmt::Display for StoreUrl {
             StoreUrl::Redis(u) | StoreUrl::Postgres(u) | StoreUrl::Mysql(u) => {
                 f.write_str(&redacted(u))
             }
-            StoreUrl::Etcd(hosts) => write!(f, "etcd://{}", hosts.join(",")),
+            StoreUrl::Etcd(hosts) => f.write_str(&redacted(&format!("etcd://{}", hosts.join(",")))),
         }
     }
 }
 
-/// `url` with its password replaced by `***`, for messages and logs. Works on URLs that do not parse, too.
+/// `url` with every secret in it replaced by `***`, for messages, logs and Debug output. The one redaction of
+/// cosid: every store URL shown anywhere goes through it. Works on URLs that do not parse, too.
+///
+/// - The password of the user-info (`redis://app:***@host`, `etcd://user:***@host:2379`). When the authority
+///   (up to the first `/`, `?` or `#`) has no `@` but the rest of the URL has, an unencoded character cut the
+///   password short: everything from the first `:` after the scheme to the last `@` is taken as the password,
+///   shown too little rather than too much.
+/// - The value of each query parameter whose name suggests a secret (`password`, `pass`, `pwd`, `token`,
+///   `secret`, `auth`, `key`, `credential`, any case): `?password=***`.
 pub fn redacted(url: &str) -> String {
-    let Some(start) = url.find("://").map(|i| i + 3) else {
-        return url.to_owned();
+    let Some((at, password)) = password_span(url) else {
+        return redact_query(url);
     };
-    let authority_end = url[start..].find('/').map_or(url.len(), |i| start + i);
-    let Some(at) = url[start..authority_end].rfind('@').map(|i| start + i) else {
-        return url.to_owned();
-    };
-    match url[start..at].find(':') {
-        Some(colon) => format!("{}:***{}", &url[..start + colon], &url[at..]),
-        None => url.to_owned(),
+    let mut out = String::with_capacity(url.len());
+    out.push_str(&url[..password.start]);
+    out.push_str("***");
+    out.push_str(&redact_query(&url[at..]));
+    out
+}
+
+/// `text` (an error message about `url`, perhaps from a driver) with every secret of `url` replaced by `***`, in
+/// case the driver quoted it.
+pub fn scrub(text: &str, url: &str) -> String {
+    let mut out = text.replace(url, &redacted(url));
+    let mut secrets = secrets(url);
+    // Longest first, so that a secret containing another is replaced whole.
+    secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
+    for secret in secrets {
+        out = out.replace(&secret, "***");
     }
+    out
+}
+
+/// Where the user-info ends (its `@`) and where its password lies, if it has one.
+fn password_span(url: &str) -> Option<(usize, std::ops::Range<usize>)> {
+    let start = match url.find("://") {
+        Some(i) => i + 3,
+        None => url.find(':')? + 1,
+    };
+    let rest = &url[start..];
+    let authority = rest.find(['/', '?', '#']).map_or(rest, |i| &rest[..i]);
+    let at = match authority.rfind('@') {
+        // A well-formed user-info: it ends at the authority's last `@`.
+        Some(at) => at,
+        // None in the authority, but an `@` further on: an unencoded `/`, `?` or `#` in the password cut the
+        // authority short (`redis://app:12?x@host` even parses, as port 12 and a query). Take it as user-info: at
+        // worst a URL with an `@` in its query and a port is shown with too much hidden.
+        None => rest.rfind('@')?,
+    };
+    let colon = rest[..at].find(':')?;
+    Some((start + at, start + colon + 1..start + at))
+}
+
+/// Whether a query parameter's name suggests its value is a secret.
+fn secret_name(name: &str) -> bool {
+    let name = name.to_ascii_lowercase();
+    [
+        "pass",
+        "pwd",
+        "token",
+        "secret",
+        "auth",
+        "key",
+        "credential",
+    ]
+    .iter()
+    .any(|s| name.contains(s))
+}
+
+/// The query parameters of `text` (from its first `?`) whose name suggests a secret, each as the byte range of
+/// its value.
+fn secret_values(text: &str) -> Vec<std::ops::Range<usize>> {
+    let Some(q) = text.find('?') else {
+        return Vec::new();
+    };
+    let end = text[q..].find('#').map_or(text.len(), |i| q + i);
+    let mut out = Vec::new();
+    let mut pos = q + 1;
+    for pair in text[q + 1..end].split(['&', ';']) {
+        if let Some((name, value)) = pair.split_once('=') {
+            if secret_name(name) && !value.is_empty() {
+                let start = pos + name.len() + 1;
+                out.push(start..start + value.len());
+            }
+        }
+        pos += pair.len() + 1;
+    }
+    out
+}
+
+fn redact_query(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut last = 0;
+    for value in secret_values(text) {
+        out.push_str(&text[last..value.start]);
+        out.push_str("***");
+        last = value.end;
+    }
+    out.push_str(&text[last..]);
+    out
+}
+
+/// Every secret in `url`, as written and percent-decoded (a driver may quote either).
+fn secrets(url: &str) -> Vec<String> {
+    let mut raw: Vec<&str> = Vec::new();
+    if let Some((_, password)) = password_span(url) {
+        raw.push(&url[password]);
+    }
+    raw.extend(secret_values(url).into_iter().map(|r| &url[r]));
+    let mut out = Vec::new();
+    for s in raw.into_iter().filter(|s| !s.is_empty()) {
+        out.push(s.to_owned());
+        let decoded = percent_decoded(s);
+        if decoded != s && !decoded.is_empty() {
+            out.push(decoded);
+        }
+    }
+    out
+}
+
+/// `s` with its `%XX` escapes decoded (lossy: for finding a secret in a message, not for using it).
+fn percent_decoded(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = bytes
+            .get(i + 1..i + 3)
+            .and_then(|h| std::str::from_utf8(h).ok())
+            .and_then(|h| u8::from_str_radix(h, 16).ok());
+        match (bytes[i], hex) {
+            (b'%', Some(b)) => {
+                out.push(b);
+                i += 3;
+            }
+            (b, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 fn checked(url: &str, rest: &str) -> Result<String, StoreError> {
     let parsed = ::url::Url::parse(url).map_err(|e| StoreError::InvalidUrl {
-        url: url.to_owned(),
-        reason: e.to_string(),
+        url: redacted(url),
+        reason: scrub(&e.to_string(), url),
     })?;
     if !rest.starts_with("//") || parsed.host_str().is_none_or(str::is_empty) {
         return Err(StoreError::InvalidUrl {
-            url: url.to_owned(),
+            url: redacted(url),
             reason: "expected SCHEME://host[:port]/...".into(),
         });
     }
@@ -190,6 +319,122 @@ mod tests {
         assert_eq!(url.to_string(), "postgres://cosid:***@db:5432/ids");
         let url = StoreUrl::parse("redis://127.0.0.1:6379/0").unwrap();
         assert_eq!(url.to_string(), "redis://127.0.0.1:6379/0");
+    }
+
+    /// Every form a password takes in a store URL, with the fragments of it that must never be shown.
+    const PLANTED: &[(&str, &[&str])] = &[
+        ("redis://app:Hunter2pw@127.0.0.1:1/0", &["Hunter2pw"]),
+        ("rediss://:Hunter2pw@cache.example:6380", &["Hunter2pw"]),
+        (
+            "postgres://app:Hunter%40pw@db:5432/ids",
+            &["Hunter%40pw", "Hunter@pw"],
+        ),
+        (
+            "postgres://db:5432/ids?user=app&password=Hunter2pw",
+            &["Hunter2pw"],
+        ),
+        (
+            "postgresql://db/ids?sslmode=require&PASSWORD=Hunter2pw&x=1",
+            &["Hunter2pw"],
+        ),
+        ("mysql://app@db/ids?pass=Hunter2pw", &["Hunter2pw"]),
+        ("redis://db:1/0?token=Hunter2pw", &["Hunter2pw"]),
+        (
+            "etcd://root:Hunter2pw@127.0.0.1:2379,127.0.0.2:2379",
+            &["Hunter2pw"],
+        ),
+        // Unparsable: unencoded `@`, `#`, `/`, `?` in the password; a typo in the scheme.
+        (
+            "redis://app:Hun@ter2pw@127.0.0.1:1/0",
+            &["Hun@ter2pw", "ter2pw"],
+        ),
+        (
+            "redis://app:Hun#ter2pw@127.0.0.1:1/0",
+            &["Hun#ter2pw", "ter2pw"],
+        ),
+        (
+            "postgres://app:Hun/ter2pw@db/ids",
+            &["Hun/ter2pw", "ter2pw"],
+        ),
+        ("redis://app:12?ter2pw@db:1/0", &["12?ter2pw", "ter2pw"]),
+        ("rdis://app:Hunter2pw@127.0.0.1:1/0", &["Hunter2pw"]),
+        ("redis:/app:Hunter2pw@127.0.0.1:1/0", &["Hunter2pw"]),
+        (
+            "etcd://root:Hun@ter2pw@127.0.0.1:2379",
+            &["Hun@ter2pw", "ter2pw"],
+        ),
+    ];
+
+    fn assert_hidden(shown: &str, url: &str, secrets: &[&str]) {
+        for s in secrets {
+            assert!(!shown.contains(s), "{s:?} of {url:?} shown in: {shown}");
+        }
+    }
+
+    #[test]
+    fn redaction_hides_every_form_of_password() {
+        for (url, secrets) in PLANTED {
+            let shown = redacted(url);
+            assert_hidden(&shown, url, secrets);
+            assert!(shown.contains("***"), "{url} -> {shown}");
+            // The error and every form of it, when the URL is refused.
+            if let Err(e) = StoreUrl::parse(url) {
+                assert_hidden(&e.to_string(), url, secrets);
+                assert_hidden(&format!("{e:?}"), url, secrets);
+                let e = crate::Error::from(e);
+                assert_hidden(&e.to_string(), url, secrets);
+                assert_hidden(&format!("{e:?}"), url, secrets);
+            } else {
+                let parsed = StoreUrl::parse(url).unwrap();
+                assert_hidden(&parsed.to_string(), url, secrets);
+            }
+            // A driver that quotes the URL, encoded or not.
+            let quoted = format!("cannot parse {url}: bad secret {}", secrets[0]);
+            assert_hidden(&scrub(&quoted, url), url, secrets);
+            // Settings and configurations.
+            let config = crate::Config {
+                store: Some((*url).to_owned()),
+                ..crate::Config::default()
+            };
+            assert_hidden(&format!("{config:?}"), url, secrets);
+            let builder = crate::Builder::with_config(config);
+            assert_hidden(&format!("{builder:?}"), url, secrets);
+            let e = crate::ConfigError::new("COSID_STORE", *url, "a store URL");
+            assert_hidden(&e.to_string(), url, secrets);
+            assert_hidden(&format!("{e:?}"), url, secrets);
+        }
+    }
+
+    #[test]
+    fn redaction_keeps_what_is_not_secret() {
+        for (url, shown) in [
+            ("redis://127.0.0.1:6379/0", "redis://127.0.0.1:6379/0"),
+            ("redis://app:pw@h:1/0", "redis://app:***@h:1/0"),
+            (
+                "etcd://root:pw@a:2379,b:2379",
+                "etcd://root:***@a:2379,b:2379",
+            ),
+            (
+                "postgres://u:pw@db/x?sslmode=require&password=pw",
+                "postgres://u:***@db/x?sslmode=require&password=***",
+            ),
+            (
+                "postgres://db/x?user=me@corp",
+                "postgres://db/x?user=me@corp",
+            ),
+            (
+                "sqlite:///var/lib/cosid/leases.db",
+                "sqlite:///var/lib/cosid/leases.db",
+            ),
+            ("memory:", "memory:"),
+            (
+                "static:3?state_file=/var/lib/s",
+                "static:3?state_file=/var/lib/s",
+            ),
+            ("30s", "30s"),
+        ] {
+            assert_eq!(redacted(url), shown, "{url}");
+        }
     }
 
     #[test]
