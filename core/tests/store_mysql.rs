@@ -143,7 +143,9 @@ async fn refuses_urls_without_a_database_or_with_another_scheme() {
     ] {
         match MysqlStore::open(bad).await {
             Err(StoreError::InvalidUrl { url, reason }) => {
-                assert_eq!(url, bad);
+                // Shown with its password hidden.
+                assert_eq!(url, cosid::store::redacted(bad));
+                assert!(!url.contains(":p@"), "{url}");
                 assert!(!reason.is_empty());
             }
             other => panic!("{bad}: expected InvalidUrl, got {other:?}"),
