@@ -107,3 +107,45 @@ fn no_command_prints_a_password() {
         );
     }
 }
+
+/// On a store that works, the commands that show the store (`status`, `leases`, `init`) show it redacted too.
+#[cfg(feature = "redis")]
+#[test]
+fn a_working_store_is_shown_redacted() {
+    let Some(base) = std::env::var("COSID_TEST_REDIS_URL")
+        .ok()
+        .filter(|u| !u.is_empty())
+    else {
+        println!("skipped: set COSID_TEST_REDIS_URL to run this test against a real server");
+        return;
+    };
+    let sep = if base.contains('?') { '&' } else { '?' };
+    let url = format!("{base}{sep}token=Zq7XkWv9Jp");
+    let namespace = format!(
+        "secrets-{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos()
+    );
+    let mut shown = false;
+    for args in [
+        &["init"][..],
+        &["next", "-n", "3"],
+        &["status"],
+        &["leases"],
+        &["leases", "--json"],
+    ] {
+        let mut full = vec!["--namespace", namespace.as_str()];
+        full.extend_from_slice(args);
+        let text = printed(&url, false, &full);
+        assert!(
+            !text.contains("Zq7XkWv9Jp"),
+            "cosid {args:?} printed the token:\n{text}"
+        );
+        assert!(!text.contains("error"), "cosid {args:?} failed:\n{text}");
+        shown |= text.contains("token=***");
+    }
+    assert!(shown, "no command showed the store");
+}
