@@ -18,6 +18,7 @@ pub mod clock;
 pub mod config;
 mod error;
 mod event;
+mod file_identity;
 pub mod generator;
 pub mod host;
 pub mod id;

@@ -3,7 +3,9 @@
 //! - `static:3?state_file=/var/lib/cosid/state&ahead=10s`: slot 3. Before the first id the runtime writes
 //!   `ceiling = now + ahead` to the state file durably (write a temporary file, fsync, rename, fsync the folder), and
 //!   never issues past the durable ceiling; when less than `ahead/2` remains, the keeper thread writes the next one.
-//!   On restart `floor = max(ceiling in the file, not_before)`. A lock on `<state_file>.lock` stops a second process.
+//!   On restart `floor = max(ceiling in the file, not_before)`. A lock on `<state_file>.lock` stops a second process; symbolic links are followed first (the lock and
+//!   the writes are on the file they point to), and a state file with a second name (a hard link, or the file alone
+//!   mounted) is refused.
 //! - `static:ordinal?...`: the slot is the ordinal at the end of `HOSTNAME` (`order-service-3` gives 3).
 //! - `manual:3`: a fixed slot and nothing else; nothing protects it (for one instance, or tests).
 //!
@@ -12,6 +14,7 @@
 use crate::clock::Clock;
 use crate::error::{ConfigError, Error};
 use crate::event::Event;
+use crate::file_identity;
 use crate::generator::Window;
 use crate::keeper::{Shared, State};
 use crate::lease::{Namespace, Owner, SlotLease};
@@ -179,22 +182,27 @@ impl StateRecord {
 /// A state file held by this process (its lock is released when this is dropped).
 #[derive(Debug)]
 pub struct StateFile {
+    /// The path as configured, for messages.
     path: PathBuf,
+    /// The file it names once symbolic links are followed: the one read, locked and replaced.
+    real: PathBuf,
     _lock: File,
 }
 
 impl StateFile {
-    /// Locks `path` (through `<path>.lock`) and reads it. `None` if it does not exist yet. Fails if another
-    /// process holds the lock, or if the file is corrupt.
+    /// Follows `path`'s symbolic links, locks the file they end at (through `<that file>.lock`) and reads it.
+    /// `None` if it does not exist yet. Fails if another process holds the lock, if the file has another name
+    /// that a lock beside this one would not see (a hard link, or the file alone mounted here), or if it is
+    /// corrupt.
     pub fn open(path: &Path) -> Result<(StateFile, Option<StateRecord>), Error> {
         let io = |what: &str, e: std::io::Error| Error::StateFile {
             path: path.to_owned(),
             detail: format!("{what}: {e}"),
         };
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|e| io("cannot create its folder", e))?;
-        }
-        let lock_path = lock_path(path);
+        // The lock is named from the resolved path, so every symbolic link to one file meets at one lock.
+        let real = file_identity::resolve(path)
+            .map_err(|e| io("cannot resolve it or create its folder", e))?;
+        let lock_path = lock_path(&real);
         let lock = OpenOptions::new()
             .create(true)
             .truncate(false)
@@ -206,13 +214,30 @@ impl StateFile {
             Err(std::fs::TryLockError::WouldBlock) => {
                 return Err(Error::StateFile {
                     path: path.to_owned(),
-                    detail: "another process is running on this state file (its lock is held)"
-                        .into(),
+                    detail: format!(
+                        "another process is running on this state file (the lock on {} is held)",
+                        lock_path.display()
+                    ),
                 })
             }
             Err(std::fs::TryLockError::Error(e)) => return Err(io("cannot lock it", e)),
         }
-        let record = match std::fs::read_to_string(path) {
+        match std::fs::metadata(&real) {
+            Ok(meta) => {
+                if let Some(why) = file_identity::second_name(&real, &meta) {
+                    return Err(Error::StateFile {
+                        path: path.to_owned(),
+                        detail: format!(
+                            "{why}: another process on the other name would run on the same slot; give the state \
+                             file one name (a symbolic link is fine) and mount its folder, not the file"
+                        ),
+                    });
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(io("cannot read it", e)),
+        }
+        let record = match std::fs::read_to_string(&real) {
             Ok(text) => Some(StateRecord::decode(path, &text)?),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
             Err(e) => return Err(io("cannot read it", e)),
@@ -220,17 +245,19 @@ impl StateFile {
         Ok((
             StateFile {
                 path: path.to_owned(),
+                real,
                 _lock: lock,
             },
             record,
         ))
     }
 
-    /// Writes `record` durably: a temporary file, fsync, rename over the state file, fsync the folder.
+    /// Writes `record` durably where the path's links point: a temporary file beside the target, fsync, rename
+    /// over the target, fsync its folder. A symbolic link stays a link to the new file.
     pub fn write(&self, record: StateRecord) -> Result<(), Error> {
-        write_durably(&self.path, &record.encode()).map_err(|e| Error::StateFile {
+        write_durably(&self.real, &record.encode()).map_err(|e| Error::StateFile {
             path: self.path.clone(),
-            detail: format!("cannot write it: {e}"),
+            detail: format!("cannot write {}: {e}", self.real.display()),
         })
     }
 }
@@ -278,6 +305,11 @@ pub fn raise_state_file(path: &Path, slot: u32, not_before: u64) -> Result<State
     };
     file.write(record)?;
     Ok(record)
+}
+
+/// The longest the static keeper sleeps before reading the clock again: a quarter of `ahead`, at most a second.
+fn max_sleep(ahead: Duration) -> Duration {
+    (ahead / 4).min(Duration::from_secs(1))
 }
 
 /// The keeper of a static slot: keeps the durable ceiling ahead of the clock.
@@ -377,13 +409,19 @@ impl StaticKeeper {
         };
         let ahead = self.spec.ahead.as_millis() as u64;
         let mut backoff = Duration::from_millis(100);
+        // The wall clock can step while the keeper sleeps: a wait computed from it may be far too long (the clock
+        // set back, then corrected) or too short. Each sleep is bounded, and the clock read again on waking.
+        let nap = max_sleep(self.spec.ahead);
         loop {
             let lease = shared.current_lease();
             let due = lease.ceiling.saturating_sub(ahead / 2);
-            let wait = Duration::from_millis(due.saturating_sub(self.clock.now_ms()));
-            tokio::select! {
-                _ = tokio::time::sleep(wait) => {}
-                _ = stop.changed() => break,
+            let left = due.saturating_sub(self.clock.now_ms());
+            if left > 0 {
+                tokio::select! {
+                    _ = tokio::time::sleep(Duration::from_millis(left).min(nap)) => {}
+                    _ = stop.changed() => break,
+                }
+                continue;
             }
             let ceiling = self.clock.now_ms().saturating_add(ahead).max(lease.ceiling);
             match file.write(StateRecord {

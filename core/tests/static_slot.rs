@@ -339,3 +339,144 @@ fn crash_loop_with_sigkill_never_repeats_an_id() {
     );
     assert!(total >= 1_000, "too few ids to mean anything: {total}");
 }
+
+/// A clock set back an hour while the keeper waits, then corrected: the keeper notices within its bounded sleep
+/// (a quarter of `ahead`, at most a second) and writes the next ceiling, instead of sleeping out the hour it
+/// computed from the stepped clock.
+#[test]
+fn a_clock_set_back_and_corrected_does_not_stall_the_keeper() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("state");
+    let clock = ManualClock::new(START);
+    let rt = runtime(&static_url(&path, 0, "400ms"), &clock).unwrap();
+    assert_eq!(file_ceiling(&path), START + 400);
+    rt.next_id().unwrap();
+    clock.set(START - 3_600_000);
+    // Long enough for the keeper to wake (after ahead/2 = 200 ms) and see the stepped clock.
+    std::thread::sleep(Duration::from_millis(1_500));
+    clock.set(START + 390);
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while file_ceiling(&path) <= START + 400 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the keeper did not extend the ceiling {} after the clock was corrected",
+            START + 400
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    clock.set(START + 500);
+    let id = rt.next_id().unwrap();
+    assert!(rt.layout().decompose(id).unwrap().timestamp_ms > START + 400);
+}
+
+/// A child process killed when dropped, so a failing test leaves none behind.
+struct KillOnDrop(std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts `crash_loop_child` on `url`, writing its ids to `out` and its messages to `out.log`.
+fn spawn_static_child(url: &str, out: &Path) -> KillOnDrop {
+    let log = std::fs::File::create(out.with_extension("log")).unwrap();
+    std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "crash_loop_child",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env("COSID_STATIC_CHILD_OUT", out)
+        .env("COSID_STATIC_CHILD_URL", url)
+        .stdout(std::process::Stdio::null())
+        .stderr(log)
+        .spawn()
+        .map(KillOnDrop)
+        .unwrap()
+}
+
+/// Waits (bounded) until a child has written ids.
+fn wait_for_ids(child: &mut KillOnDrop, out: &Path) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while std::fs::metadata(out).map_or(0, |m| m.len()) < 8 * 64 {
+        if let Some(status) = child.0.try_wait().unwrap() {
+            panic!(
+                "the first child exited ({status}): {}",
+                std::fs::read_to_string(out.with_extension("log")).unwrap_or_default()
+            );
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the first child wrote no ids"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Waits (bounded) for a child that must refuse to start; returns its messages.
+fn expect_refused(child: &mut KillOnDrop, out: &Path) -> String {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        if let Some(status) = child.0.try_wait().unwrap() {
+            let log = std::fs::read_to_string(out.with_extension("log")).unwrap_or_default();
+            assert_eq!(status.code(), Some(3), "the second child: {log}");
+            return log;
+        }
+        if std::time::Instant::now() > deadline {
+            let ids = std::fs::metadata(out).map_or(0, |m| m.len() / 8);
+            panic!("a second process ran on the same state file ({ids} ids written)");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// A state file reached through a symbolic link: the first write goes to the link's target and leaves the link a
+/// link, and a second process on the target's own path is refused, since both take the target's lock.
+#[cfg(unix)]
+#[test]
+fn a_state_file_through_a_symlink_is_one_file_and_stays_linked() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("persistent")).unwrap();
+    let target = dir.path().join("persistent/state");
+    let link = dir.path().join("state");
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    let out_a = dir.path().join("ids-a");
+    let mut a = spawn_static_child(&static_url(&link, 1, "60s"), &out_a);
+    wait_for_ids(&mut a, &out_a);
+    assert!(
+        std::fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink(),
+        "the durable write replaced the symbolic link with a file"
+    );
+    let ceiling = file_ceiling(&target);
+    assert!(ceiling > START, "the target holds the ceiling ({ceiling})");
+    let out_b = dir.path().join("ids-b");
+    let mut b = spawn_static_child(&static_url(&target, 1, "60s"), &out_b);
+    let log = expect_refused(&mut b, &out_b);
+    drop(a);
+    assert!(log.contains("another process"), "{log}");
+}
+
+/// A state file with a second hard link: a second process on the other name is refused, since a lock beside one
+/// name cannot see the other.
+#[cfg(unix)]
+#[test]
+fn a_state_file_with_a_hard_link_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("state");
+    let other = dir.path().join("other-name");
+    let out_a = dir.path().join("ids-a");
+    let mut a = spawn_static_child(&static_url(&path, 1, "60s"), &out_a);
+    wait_for_ids(&mut a, &out_a);
+    std::fs::hard_link(&path, &other).unwrap();
+    let out_b = dir.path().join("ids-b");
+    let mut b = spawn_static_child(&static_url(&other, 1, "60s"), &out_b);
+    let log = expect_refused(&mut b, &out_b);
+    drop(a);
+    assert!(log.contains("hard links"), "{log}");
+}
