@@ -208,7 +208,9 @@ impl ErrorCode {
             StoreError::LeaseLost { .. } => ErrorCode::SlotLost,
             StoreError::NamespaceMismatch { .. } => ErrorCode::NamespaceMismatch,
             StoreError::Corrupt { .. } => ErrorCode::CorruptRecord,
-            StoreError::InvalidUrl { .. } | StoreError::InvalidSettings { .. } => ErrorCode::Config,
+            StoreError::InvalidUrl { .. }
+            | StoreError::InvalidSettings { .. }
+            | StoreError::UnsafeFile { .. } => ErrorCode::Config,
             StoreError::Regression { .. } => ErrorCode::StoreRegression,
             StoreError::NotBeforeLowered { .. } | StoreError::Generic { .. } => ErrorCode::Store,
         }

@@ -129,6 +129,18 @@ pub enum StoreError {
         /// What was seen.
         detail: String,
     },
+    /// The store's file can also be reached through another path that its locks and journal would not cover (a
+    /// hard link, or the file alone mounted into a container): two processes on the two paths could hold the same
+    /// slot, so the file is refused.
+    #[error("{store} store refuses {path:?}: {reason}")]
+    UnsafeFile {
+        /// Which store.
+        store: &'static str,
+        /// The file as configured.
+        path: std::path::PathBuf,
+        /// Which other path there is, and what to do instead.
+        reason: String,
+    },
     /// Anything else the store reported.
     #[error("{store} store: {source}")]
     Generic {

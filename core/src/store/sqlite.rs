@@ -4,17 +4,25 @@
 //! the read-decide-write of [`protocol`] is atomic across processes. The file runs in WAL mode with
 //! `synchronous = FULL`, so a committed lease survives a crash of the process or the host. The store clock is the
 //! host clock.
+//!
+//! The WAL and its index sit beside the path as spelled (`PATH-wal`, `PATH-shm`), so the store refuses a file it
+//! could reach through a second path, and checks at every call that the path still names the file it has open.
 
 use super::{Inspection, LeaseStore, StoreError};
 use crate::clock::Clock;
+use crate::file_identity::{self, FileId};
 use crate::lease::{
     layout_text, protocol, AcquireRequest, Acquired, Namespace, NamespaceConfig, NamespaceRecord,
     Owner, SlotLease, SlotRecord,
 };
+use holders::Holders;
 use rusqlite::{params, Connection, OptionalExtension, Row, Transaction, TransactionBehavior};
+use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+
+mod holders;
 
 const KIND: &str = "sqlite";
 
@@ -44,9 +52,30 @@ CREATE TABLE IF NOT EXISTS cosid_slot (
 /// Leases in an SQLite database file.
 #[derive(Debug)]
 pub struct SqliteStore {
+    /// The path as configured, for messages.
     path: PathBuf,
-    conn: Mutex<Connection>,
+    /// The file it names once symbolic links are followed (SQLite names its WAL after this).
+    real: PathBuf,
+    state: Mutex<OpenState>,
     clock: Arc<dyn Clock>,
+}
+
+#[derive(Debug)]
+struct OpenState {
+    /// The open database; `None` after its file was found replaced, until a call opens the path's new file.
+    db: Option<Db>,
+    /// Holders locks on files found replaced, each kept until the clock passes the ceiling beside it.
+    retired: Vec<(File, u64)>,
+    /// The highest ceiling of any lease this store granted or extended: no id of this process lies past it.
+    ceiling: u64,
+}
+
+/// A connection, the identity of the file it has open, and this process's share of its holders lock.
+#[derive(Debug)]
+struct Db {
+    conn: Connection,
+    file: FileId,
+    holders: File,
 }
 
 fn unavailable(e: impl std::error::Error + Send + Sync + 'static) -> StoreError {
@@ -58,22 +87,26 @@ fn unavailable(e: impl std::error::Error + Send + Sync + 'static) -> StoreError 
 
 impl SqliteStore {
     /// Opens (creating if needed) the database at `path`, and its parent folder.
+    ///
+    /// Refuses a file that can also be reached through another path (a hard link, or the file alone mounted
+    /// here): WAL mode keeps its lock and index in `PATH-wal` and `PATH-shm` beside the path as spelled, so
+    /// processes on two paths of one file would not see each other's leases.
     pub fn open(path: &Path, clock: Arc<dyn Clock>) -> Result<Self, StoreError> {
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(unavailable)?;
-        }
-        let mut conn = Connection::open(path).map_err(unavailable)?;
-        conn.busy_timeout(Duration::from_secs(10))
-            .map_err(unavailable)?;
-        conn.pragma_update(None, "journal_mode", "WAL")
-            .map_err(unavailable)?;
-        conn.pragma_update(None, "synchronous", "FULL")
-            .map_err(unavailable)?;
-        conn.execute_batch(SCHEMA).map_err(unavailable)?;
-        add_layout_column(&mut conn)?;
+        let real = file_identity::resolve(path).map_err(unavailable)?;
+        // Waiting for the holders of a replaced file is not a reason to fail here: the calls retry.
+        let db = Db::open(path, &real)?
+            .inspect_err(
+                |why| tracing::warn!(%why, "cosid: the SQLite database cannot be used yet"),
+            )
+            .ok();
         Ok(Self {
             path: path.to_owned(),
-            conn: Mutex::new(conn),
+            real,
+            state: Mutex::new(OpenState {
+                db,
+                retired: Vec::new(),
+                ceiling: 0,
+            }),
             clock,
         })
     }
@@ -88,8 +121,35 @@ impl SqliteStore {
         &self,
         f: impl FnOnce(&Transaction<'_>, u64) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
-        let mut conn = self.conn.lock().unwrap_or_else(|e| e.into_inner());
-        let tx = conn
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let now = self.clock.now_ms();
+        state.retired.retain(|(_, until)| now <= *until);
+        let db = match state.db.take() {
+            Some(db) => db,
+            None => Db::open(&self.path, &self.real)?
+                .map_err(|why| unavailable(std::io::Error::other(why)))?,
+        };
+        // The leases live in the file the connection has open. If the path names another file now (deleted and
+        // made again, or replaced by a rename), a new process on the path sees none of them: the leases this
+        // process holds are gone from the store's view. Refuse; keep the old file's holders lock until every
+        // window granted here has ended, so no process grants in the new file before; open the new file on a
+        // later call. (Closing a connection to a moved file neither checkpoints nor deletes the WAL now named by
+        // the path.)
+        match self.check_same_file(db.file) {
+            Ok(()) => {}
+            Err(e @ StoreError::Regression { .. }) => {
+                let until = state.ceiling;
+                state.retired.push((db.holders, until));
+                return Err(e);
+            }
+            Err(e) => {
+                state.db = Some(db);
+                return Err(e);
+            }
+        }
+        let db = state.db.insert(db);
+        let tx = db
+            .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(unavailable)?;
         // Read the clock once the write lock is held, so times follow the order of the transactions.
@@ -97,6 +157,91 @@ impl SqliteStore {
         let out = f(&tx, now)?;
         tx.commit().map_err(unavailable)?;
         Ok(out)
+    }
+
+    /// Notes a granted or extended window: a file found replaced keeps its holders lock until past it.
+    fn granted_until(&self, ceiling: u64) {
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        state.ceiling = state.ceiling.max(ceiling);
+    }
+
+    /// Whether the path still names the file the connection has open.
+    fn check_same_file(&self, open: FileId) -> Result<(), StoreError> {
+        let regression = |detail: String| StoreError::Regression {
+            store: KIND,
+            what: format!("database file {}", self.path.display()),
+            detail,
+        };
+        match std::fs::metadata(&self.real) {
+            Ok(meta) if FileId::of(&meta) == open => Ok(()),
+            Ok(meta) => Err(regression(format!(
+                "the path now names another file ({}, was {open}): the file was replaced while this process held \
+                 a lease in it, so every lease in it is gone",
+                FileId::of(&meta)
+            ))),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(regression(format!(
+                "{} was deleted while this process held a lease in it, so every lease in it is gone",
+                self.real.display()
+            ))),
+            Err(e) => Err(unavailable(e)),
+        }
+    }
+}
+
+impl Db {
+    /// Opens the database at `real` (resolved from `shown`), refusing a file with a second path. `Ok(Err(why))`
+    /// while processes still hold leases in a file the path named before: try again later.
+    fn open(shown: &Path, real: &Path) -> Result<Result<Db, String>, StoreError> {
+        let refuse = |reason: String| {
+            StoreError::UnsafeFile {
+            store: KIND,
+            path: shown.to_owned(),
+            reason: format!(
+                "{reason}; processes on the two paths would each keep their own WAL and take the same slot. Give \
+                 the database one path (a symbolic link is fine) and mount its folder, not the file"
+            ),
+        }
+        };
+        let holders = match Holders::join(real)? {
+            Ok(holders) => holders,
+            Err(why) => return Ok(Err(why)),
+        };
+        let before = match std::fs::metadata(real) {
+            Ok(meta) => {
+                if let Some(why) = file_identity::second_name(real, &meta) {
+                    return Err(refuse(why));
+                }
+                Some(FileId::of(&meta))
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(e) => return Err(unavailable(e)),
+        };
+        let mut conn = Connection::open(real).map_err(unavailable)?;
+        conn.busy_timeout(Duration::from_secs(10))
+            .map_err(unavailable)?;
+        conn.pragma_update(None, "journal_mode", "WAL")
+            .map_err(unavailable)?;
+        conn.pragma_update(None, "synchronous", "FULL")
+            .map_err(unavailable)?;
+        conn.execute_batch(SCHEMA).map_err(unavailable)?;
+        add_layout_column(&mut conn)?;
+        // The file SQLite opened is the one the path names after the open, unless it was swapped during the open.
+        let meta = std::fs::metadata(real).map_err(unavailable)?;
+        let file = FileId::of(&meta);
+        if before.is_some_and(|b| b != file) {
+            return Err(unavailable(std::io::Error::other(format!(
+                "{} was replaced while it was being opened",
+                real.display()
+            ))));
+        }
+        if let Some(why) = file_identity::second_name(real, &meta) {
+            return Err(refuse(why));
+        }
+        Ok(holders.settle(real, file)?.map(|holders| Db {
+            conn,
+            file,
+            holders,
+        }))
     }
 }
 
@@ -341,6 +486,7 @@ impl LeaseStore for SqliteStore {
             }
             Ok(grant.acquired)
         })
+        .inspect(|a| self.granted_until(a.lease.ceiling))
     }
 
     async fn renew(
@@ -356,6 +502,7 @@ impl LeaseStore for SqliteStore {
             write_slot(tx, &lease.namespace, &record)?;
             Ok(renewed)
         })
+        .inspect(|r| self.granted_until(r.ceiling))
     }
 
     async fn release(&self, lease: &SlotLease, last_issued: Option<u64>) -> Result<(), StoreError> {
