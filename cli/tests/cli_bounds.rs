@@ -60,3 +60,26 @@ fn a_truncated_duration_is_refused() {
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("milliseconds"), "{err}");
 }
+
+#[test]
+fn a_not_before_far_in_the_future_is_refused_before_anything_is_read() {
+    // not_before is never lowered: a year typed for a day would stop the namespace until then. The store URL
+    // points nowhere, so a refusal that came after reading it would be a connection error instead.
+    let (code, err) = cosid(
+        &[],
+        &[
+            "migrate",
+            "--from",
+            "redis://127.0.0.1:1/0",
+            "--old-namespace",
+            "orders",
+            "--not-before",
+            "2099-01-01T00:00:00Z",
+        ],
+    );
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("--not-before") && err.contains("more than a day from now"),
+        "{err}"
+    );
+}

@@ -51,6 +51,9 @@ fn time_ms(v: &str) -> Result<u64, String> {
 /// `namespace_given` says whether the new namespace was configured (flag or variable); if not, the new
 /// namespace is the old one's name, so that a forgotten `--namespace` does not migrate into `default`.
 pub fn run(args: &Args, config: &Config, namespace_given: bool) -> Result<(), Failure> {
+    if let Some(t) = args.not_before {
+        refuse_far_future(t)?;
+    }
     let mut config = config.clone();
     if !namespace_given {
         config.namespace = args.old_namespace.clone();
@@ -62,6 +65,15 @@ pub fn run(args: &Args, config: &Config, namespace_given: bool) -> Result<(), Fa
         not_before_ms: args.not_before,
     };
     let plan = migrate::plan(machines, &options).map_err(cosid::Error::from)?;
+    if args.not_before.is_none() {
+        // A stamp can look like a time and still be older than the machine's last id: CosId 1.x writes a
+        // re-taken machine id's old stop time and never updates it. Nothing in the store tells the versions apart.
+        eprintln!(
+            "cosid migrate: warning: trusting each machine's stamp as its last time; this holds for CosId 2.x, \
+             whose guard updates it, but not for 1.x, which never does: if any old instance ran CosId 1.x, stop them \
+             all and give --not-before TIME (when the last one stopped)"
+        );
+    }
     let mut out = std::io::stdout().lock();
     for m in &plan.machines {
         writeln!(
@@ -146,6 +158,28 @@ pub fn run(args: &Args, config: &Config, namespace_given: bool) -> Result<(), Fa
             )?;
         }
         None => write_namespace(&mut out, config, &plan)?,
+    }
+    Ok(())
+}
+
+/// How far past now `--not-before` may lie: `not_before` is never lowered, so a typo (a year for a day) would
+/// stop every slot of the namespace until that time.
+const NOT_BEFORE_MAX_AHEAD_MS: u64 = 24 * 3600 * 1000;
+
+fn refuse_far_future(not_before_ms: u64) -> Result<(), Failure> {
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+    if not_before_ms > now_ms.saturating_add(NOT_BEFORE_MAX_AHEAD_MS) {
+        return Err(Failure::usage(
+            "CONFIG",
+            format!(
+                "invalid --not-before = {not_before_ms} ({}): more than a day from now ({}); not_before is never \
+                 lowered, so a time that far ahead would stop every slot of the namespace until then",
+                rfc3339(not_before_ms),
+                rfc3339(now_ms)
+            ),
+        ));
     }
     Ok(())
 }
