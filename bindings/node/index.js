@@ -29,4 +29,5 @@ const native = load()
 // its leases to expire after their ttl; no id can be repeated either way.
 if (isMainThread) process.once('exit', () => native.closeAll())
 
-module.exports = native
+// The addon's test-only probes (`__...`) are not part of the package's API.
+module.exports = Object.fromEntries(Object.entries(native).filter(([name]) => !name.startsWith('__')))

@@ -2,8 +2,9 @@
 //!
 //! Failures of cosid itself are `Error` objects whose `code` is the core's stable code ([`cosid::Error::code`]:
 //! `'SLOT_LOST'`, `'EXHAUSTED'`, `'WINDOW_CLOSED'`, `'CONFIG'`, `'INVALID_ID'`, ...), the same names the C and
-//! Python bindings use. An argument of the wrong type is a `TypeError` (code `'ERR_INVALID_ARG_TYPE'`), a number
-//! out of range a `RangeError` (code `'ERR_OUT_OF_RANGE'`), as Node's own functions do.
+//! Python bindings use, and `'PANIC'` for a Rust panic caught by [`crate::guard`]. An argument of the wrong type
+//! is a `TypeError` (code `'ERR_INVALID_ARG_TYPE'`), a number out of range a `RangeError` (code
+//! `'ERR_OUT_OF_RANGE'`), as Node's own functions do.
 
 use napi::{Env, Status};
 use std::borrow::Cow;

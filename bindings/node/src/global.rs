@@ -105,6 +105,11 @@ pub fn register(rt: &Arc<Runtime>) {
     live.push(Arc::downgrade(rt));
 }
 
+/// Closes the process-wide runtime if it started; the last millisecond used.
+pub fn shutdown() -> Option<f64> {
+    started().and_then(|rt| rt.shutdown()).map(|ms| ms as f64)
+}
+
 /// Closes the process-wide runtime and every explicit runtime still open, releasing their slots.
 pub fn close_all() {
     let live: Vec<_> = std::mem::take(&mut *lock(&LIVE));

@@ -8,54 +8,61 @@ mod args;
 mod errors;
 mod events;
 mod global;
+mod guard;
 mod runtime;
 mod values;
 
 use crate::errors::{coded, from_cosid, type_error, OrThrow, Thrown};
 use crate::events::{CosidEvent, Subscribers};
+use crate::guard::{call, Guarded, Job};
 use crate::values::{ids_array, IdParts, LayoutInfo, Raw, StatusInfo};
 use cosid::{Id, Layout};
 use napi::bindgen_prelude::{AsyncTask, Function, JsValue, Unknown};
-use napi::{Env, Task, ValueType};
+use napi::{Env, ValueType};
 use napi_derive::napi;
 use std::sync::Arc;
 
+#[doc(hidden)]
+pub use guard::probe;
 pub use runtime::Runtime;
 
 /// The next id of the process-wide runtime, as a `bigint`. Starts the runtime (acquiring a slot, which blocks)
 /// on first use: `await ready()` first to keep that off the event loop.
 #[napi]
 pub fn next_id() -> Result<u64, Thrown> {
-    match global::runtime() {
+    call(|| match global::runtime() {
         Ok(rt) => match rt.next_id() {
             Ok(id) => Ok(id.as_u64()),
             Err(e) => Err(from_cosid(e)),
         },
         Err(e) => Err(from_cosid(e)),
-    }
+    })
 }
 
 /// The next id as a decimal string: ids pass 2^53, so this is the form for JSON.
 #[napi(ts_return_type = "string")]
 pub fn next_id_string(env: Env) -> Result<Raw, Thrown> {
-    let id = global::runtime().and_then(|rt| rt.next_id()).or_throw()?;
-    values::decimal_string(&env, id)
+    call(|| {
+        let id = global::runtime().and_then(|rt| rt.next_id()).or_throw()?;
+        values::decimal_string(&env, id)
+    })
 }
 
 /// The next id as a `number`. Only for a layout of at most 53 bits (`layout: 'js-safe'`), whose ids are all
 /// exact numbers; any other layout throws `LAYOUT`.
 #[napi]
 pub fn next_id_number() -> Result<f64, Thrown> {
-    let rt = global::runtime().or_throw()?;
-    id_number(rt)
+    call(|| id_number(global::runtime().or_throw()?))
 }
 
 /// `n` ids (0 to 1048576) in one `BigUint64Array`, in increasing order.
 #[napi(ts_args_type = "n: number", ts_return_type = "BigUint64Array")]
 pub fn next_ids(env: Env, n: Unknown) -> Result<Raw, Thrown> {
-    let n = args::count(&env, &n)?;
-    let rt = global::runtime().or_throw()?;
-    ids_array(&env, rt, n)
+    call(|| {
+        let n = args::count(&env, &n)?;
+        let rt = global::runtime().or_throw()?;
+        ids_array(&env, rt, n)
+    })
 }
 
 pub(crate) fn id_number(rt: &cosid::Runtime) -> Result<f64, Thrown> {
@@ -77,44 +84,44 @@ pub(crate) fn id_number(rt: &cosid::Runtime) -> Result<f64, Thrown> {
 /// `CONFIG` once the runtime has started, and for any invalid setting.
 #[napi(ts_args_type = "options?: Options")]
 pub fn configure(env: Env, options: Option<Unknown>) -> Result<(), Thrown> {
-    global::configure(args::settings(&env, options.as_ref())?)
+    call(|| global::configure(args::settings(&env, options.as_ref())?))
 }
 
 /// Starts the process-wide runtime off the event loop (acquiring its slot on a worker thread). Resolves when
 /// ids can be issued; rejects with the start's error (`EXHAUSTED`, `STORE_UNAVAILABLE`, `CONFIG`, ...).
 #[napi(ts_return_type = "Promise<void>")]
-pub fn ready() -> AsyncTask<Ready> {
-    AsyncTask::new(Ready)
+pub fn ready() -> Result<AsyncTask<Guarded<Ready>>, Thrown> {
+    call(|| Ok(AsyncTask::new(Guarded(Ready))))
 }
 
 #[doc(hidden)]
 #[derive(Debug)]
 pub struct Ready;
 
-impl Task for Ready {
-    type Output = Result<(), cosid::Error>;
+impl Job for Ready {
+    type Output = ();
     type JsValue = ();
 
-    fn compute(&mut self) -> napi::Result<Self::Output> {
-        Ok(global::runtime().map(|_| ()))
+    fn compute(&mut self) -> Result<(), Thrown> {
+        global::runtime().map(|_| ()).or_throw()
     }
 
-    fn resolve(&mut self, env: Env, output: Self::Output) -> napi::Result<()> {
-        output.map_err(|e| errors::rejection(&env, from_cosid(e)))
+    fn resolve(&mut self, _: &Env, (): ()) -> Result<(), Thrown> {
+        Ok(())
     }
 }
 
 /// The process-wide runtime's lease and state, or `null` if it has not started.
 #[napi]
-pub fn status() -> Option<StatusInfo> {
-    global::started().map(StatusInfo::of)
+pub fn status() -> Result<Option<StatusInfo>, Thrown> {
+    call(|| Ok(global::started().map(StatusInfo::of)))
 }
 
 /// How ids are laid out: the given layout's (a name or a layout object), or else the process-wide runtime's
 /// (once started) or the one it will start with.
 #[napi(ts_args_type = "layout?: 'millis' | 'seconds' | 'js-safe' | LayoutSpec")]
 pub fn layout(env: Env, layout: Option<Unknown>) -> Result<LayoutInfo, Thrown> {
-    Ok(LayoutInfo::of(&layout_arg(&env, layout.as_ref())?))
+    call(|| Ok(LayoutInfo::of(&layout_arg(&env, layout.as_ref())?)))
 }
 
 fn layout_arg(env: &Env, layout: Option<&Unknown>) -> Result<Layout, Thrown> {
@@ -134,7 +141,7 @@ fn layout_arg(env: &Env, layout: Option<&Unknown>) -> Result<Layout, Thrown> {
     ts_return_type = "() => void"
 )]
 pub fn on_event(env: Env, callback: Unknown) -> Result<Raw, Thrown> {
-    subscribe(&env, &global::EVENTS, &callback)
+    call(|| subscribe(&env, &global::EVENTS, &callback))
 }
 
 pub(crate) fn subscribe(
@@ -156,11 +163,13 @@ pub(crate) fn subscribe(
     let id = subs.add(&function).or_throw()?;
     let subs = Arc::downgrade(subs);
     let off = env
-        .create_function_from_closure::<(), (), _>("unsubscribe", move |_| {
-            if let Some(subs) = subs.upgrade() {
-                subs.remove(id);
-            }
-            Ok(())
+        .create_function_from_closure::<(), (), _>("unsubscribe", move |cx| {
+            guard::closure(cx.env, || {
+                if let Some(subs) = subs.upgrade() {
+                    subs.remove(id);
+                }
+                Ok(())
+            })
         })
         .or_throw()?;
     Ok(Raw::of(off.raw()))
@@ -170,40 +179,41 @@ pub(crate) fn subscribe(
 /// releases its slot. Resolves to the last millisecond used, or `null`. Later id calls throw `CLOSED`; the
 /// runtime does not start again in this process.
 #[napi(ts_return_type = "Promise<number | null>")]
-pub fn shutdown() -> AsyncTask<Shutdown> {
-    AsyncTask::new(Shutdown)
+pub fn shutdown() -> Result<AsyncTask<Guarded<Shutdown>>, Thrown> {
+    call(|| Ok(AsyncTask::new(Guarded(Shutdown))))
 }
 
 #[doc(hidden)]
 #[derive(Debug)]
 pub struct Shutdown;
 
-impl Task for Shutdown {
+impl Job for Shutdown {
     type Output = Option<f64>;
     type JsValue = Option<f64>;
 
-    fn compute(&mut self) -> napi::Result<Self::Output> {
-        Ok(shutdown_sync())
+    fn compute(&mut self) -> Result<Option<f64>, Thrown> {
+        Ok(global::shutdown())
     }
 
-    fn resolve(&mut self, _: Env, output: Self::Output) -> napi::Result<Option<f64>> {
+    fn resolve(&mut self, _: &Env, output: Option<f64>) -> Result<Option<f64>, Thrown> {
         Ok(output)
     }
 }
 
 /// `shutdown()`, blocking.
 #[napi]
-pub fn shutdown_sync() -> Option<f64> {
-    global::started()
-        .and_then(|rt| rt.shutdown())
-        .map(|ms| ms as f64)
+pub fn shutdown_sync() -> Result<Option<f64>, Thrown> {
+    call(|| Ok(global::shutdown()))
 }
 
 /// Closes the process-wide runtime and every `Runtime` of this process that is still open, releasing their
 /// slots. The package calls it when the main thread's process exits.
 #[napi]
-pub fn close_all() {
-    global::close_all();
+pub fn close_all() -> Result<(), Thrown> {
+    call(|| {
+        global::close_all();
+        Ok(())
+    })
 }
 
 /// The fields of an id: when (`timestamp`, the start of its tick), which slot and which sequence. `id` is a
@@ -213,8 +223,10 @@ pub fn close_all() {
     ts_return_type = "IdParts"
 )]
 pub fn parse(env: Env, id: Unknown, layout: Option<Unknown>) -> Result<IdParts, Thrown> {
-    let id = args::id(&env, "id", &id)?;
-    IdParts::of(&layout_arg(&env, layout.as_ref())?, id)
+    call(|| {
+        let id = args::id(&env, "id", &id)?;
+        IdParts::of(&layout_arg(&env, layout.as_ref())?, id)
+    })
 }
 
 /// The friendly form `yyyyMMddHHmmssSSS-slot-sequence` (UTC) of an id.
@@ -222,31 +234,37 @@ pub fn parse(env: Env, id: Unknown, layout: Option<Unknown>) -> Result<IdParts, 
     ts_args_type = "id: bigint | number | string, layout?: 'millis' | 'seconds' | 'js-safe' | LayoutSpec"
 )]
 pub fn to_friendly(env: Env, id: Unknown, layout: Option<Unknown>) -> Result<String, Thrown> {
-    let id = args::id(&env, "id", &id)?;
-    layout_arg(&env, layout.as_ref())?
-        .to_friendly(id)
-        .or_throw()
+    call(|| {
+        let id = args::id(&env, "id", &id)?;
+        layout_arg(&env, layout.as_ref())?
+            .to_friendly(id)
+            .or_throw()
+    })
 }
 
 /// The id of a friendly form; anything but the canonical form throws `INVALID_ID`.
 #[napi(ts_args_type = "text: string, layout?: 'millis' | 'seconds' | 'js-safe' | LayoutSpec")]
 pub fn from_friendly(env: Env, text: Unknown, layout: Option<Unknown>) -> Result<u64, Thrown> {
-    let text = args::string(&env, "text", &text)?;
-    let layout = layout_arg(&env, layout.as_ref())?;
-    Ok(layout.parse_friendly(&text).or_throw()?.as_u64())
+    call(|| {
+        let text = args::string(&env, "text", &text)?;
+        let layout = layout_arg(&env, layout.as_ref())?;
+        Ok(layout.parse_friendly(&text).or_throw()?.as_u64())
+    })
 }
 
 /// The base-62 form of an id: 11 characters of `0-9A-Za-z` that sort like the id.
 #[napi(ts_args_type = "id: bigint | number | string")]
 pub fn to_base62(env: Env, id: Unknown) -> Result<String, Thrown> {
-    Ok(args::id(&env, "id", &id)?.to_base62())
+    call(|| Ok(args::id(&env, "id", &id)?.to_base62()))
 }
 
 /// The id of a base-62 form; anything but exactly 11 base-62 digits at most `LygHa16AHYF` throws `INVALID_ID`.
 #[napi(ts_args_type = "text: string")]
 pub fn from_base62(env: Env, text: Unknown) -> Result<u64, Thrown> {
-    let text = args::string(&env, "text", &text)?;
-    Ok(Id::from_base62(&text).or_throw()?.as_u64())
+    call(|| {
+        let text = args::string(&env, "text", &text)?;
+        Ok(Id::from_base62(&text).or_throw()?.as_u64())
+    })
 }
 
 /// The options of `configure()` and `Runtime.create()`. Each overrides its `COSID_*` variable.

@@ -3,19 +3,21 @@
 //! Method calls cost more than the free functions (napi-rs unwraps `this` on every call), so the process-wide
 //! `nextId()` stays the fastest path; a `Runtime` is for control, not speed.
 
-use crate::errors::{from_cosid, rejection, OrThrow, Thrown};
+use crate::errors::{from_cosid, OrThrow, Thrown};
 use crate::events::Subscribers;
+use crate::guard::{call, Guarded, Job};
 use crate::values::{ids_array, IdParts, LayoutInfo, Raw, StatusInfo};
 use crate::{args, global};
 use cosid::{Builder, Config};
+use napi::bindgen_prelude::ObjectFinalize;
 use napi::bindgen_prelude::{AsyncTask, Unknown};
-use napi::{Env, Task};
+use napi::Env;
 use napi_derive::napi;
 use std::sync::Arc;
 
 /// A runtime with its own lease: `const rt = await Runtime.create({ namespace: 'orders' })`, then
 /// `rt.nextId()`, and `await rt.close()` to release the slot.
-#[napi]
+#[napi(custom_finalize)]
 #[derive(Debug)]
 pub struct Runtime {
     inner: Arc<cosid::Runtime>,
@@ -30,76 +32,91 @@ impl Runtime {
         ts_args_type = "options?: Options",
         ts_return_type = "Promise<Runtime>"
     )]
-    pub fn create(env: Env, options: Option<Unknown>) -> Result<AsyncTask<CreateRuntime>, Thrown> {
-        let config = args::settings(&env, options.as_ref())?;
-        args::check(&config).or_throw()?;
-        Ok(AsyncTask::new(CreateRuntime { config }))
+    pub fn create(
+        env: Env,
+        options: Option<Unknown>,
+    ) -> Result<AsyncTask<Guarded<CreateRuntime>>, Thrown> {
+        call(|| {
+            let config = args::settings(&env, options.as_ref())?;
+            args::check(&config).or_throw()?;
+            Ok(AsyncTask::new(Guarded(CreateRuntime { config })))
+        })
     }
 
     /// The next id, as a `bigint`.
     #[napi]
     pub fn next_id(&self) -> Result<u64, Thrown> {
-        self.inner
-            .next_id()
-            .map(|id| id.as_u64())
-            .map_err(from_cosid)
+        call(|| {
+            self.inner
+                .next_id()
+                .map(|id| id.as_u64())
+                .map_err(from_cosid)
+        })
     }
 
     /// The next id as a decimal string.
     #[napi(ts_return_type = "string")]
     pub fn next_id_string(&self, env: Env) -> Result<Raw, Thrown> {
-        let id = self.inner.next_id().or_throw()?;
-        crate::values::decimal_string(&env, id)
+        call(|| {
+            let id = self.inner.next_id().or_throw()?;
+            crate::values::decimal_string(&env, id)
+        })
     }
 
     /// The next id as a `number`; only for a layout of at most 53 bits (`'js-safe'`), else throws `LAYOUT`.
     #[napi]
     pub fn next_id_number(&self) -> Result<f64, Thrown> {
-        crate::id_number(&self.inner)
+        call(|| crate::id_number(&self.inner))
     }
 
     /// `n` ids (0 to 1048576) in one `BigUint64Array`, in increasing order.
     #[napi(ts_args_type = "n: number", ts_return_type = "BigUint64Array")]
     pub fn next_ids(&self, env: Env, n: Unknown) -> Result<Raw, Thrown> {
-        let n = args::count(&env, &n)?;
-        ids_array(&env, &self.inner, n)
+        call(|| {
+            let n = args::count(&env, &n)?;
+            ids_array(&env, &self.inner, n)
+        })
     }
 
     /// The lease and state now.
     #[napi(ts_return_type = "Status")]
-    pub fn status(&self) -> StatusInfo {
-        StatusInfo::of(&self.inner)
+    pub fn status(&self) -> Result<StatusInfo, Thrown> {
+        call(|| Ok(StatusInfo::of(&self.inner)))
     }
 
     /// How this runtime lays out its ids.
     #[napi]
-    pub fn layout(&self) -> LayoutInfo {
-        LayoutInfo::of(self.inner.layout())
+    pub fn layout(&self) -> Result<LayoutInfo, Thrown> {
+        call(|| Ok(LayoutInfo::of(self.inner.layout())))
     }
 
     /// The fields of an id of this runtime's layout.
     #[napi(ts_args_type = "id: bigint | number | string")]
     pub fn parse(&self, env: Env, id: Unknown) -> Result<IdParts, Thrown> {
-        IdParts::of(self.inner.layout(), args::id(&env, "id", &id)?)
+        call(|| IdParts::of(self.inner.layout(), args::id(&env, "id", &id)?))
     }
 
     /// The friendly form `yyyyMMddHHmmssSSS-slot-sequence` of an id of this runtime's layout.
     #[napi(ts_args_type = "id: bigint | number | string")]
     pub fn to_friendly(&self, env: Env, id: Unknown) -> Result<String, Thrown> {
-        let id = args::id(&env, "id", &id)?;
-        self.inner.layout().to_friendly(id).or_throw()
+        call(|| {
+            let id = args::id(&env, "id", &id)?;
+            self.inner.layout().to_friendly(id).or_throw()
+        })
     }
 
     /// The id of a friendly form of this runtime's layout.
     #[napi(ts_args_type = "text: string")]
     pub fn from_friendly(&self, env: Env, text: Unknown) -> Result<u64, Thrown> {
-        let text = args::string(&env, "text", &text)?;
-        Ok(self
-            .inner
-            .layout()
-            .parse_friendly(&text)
-            .or_throw()?
-            .as_u64())
+        call(|| {
+            let text = args::string(&env, "text", &text)?;
+            Ok(self
+                .inner
+                .layout()
+                .parse_friendly(&text)
+                .or_throw()?
+                .as_u64())
+        })
     }
 
     /// Calls `callback` with every later event of this runtime, on this thread's event loop, never blocking the
@@ -109,23 +126,37 @@ impl Runtime {
         ts_return_type = "() => void"
     )]
     pub fn on_event(&self, env: Env, callback: Unknown) -> Result<Raw, Thrown> {
-        crate::subscribe(&env, &self.events, &callback)
+        call(|| crate::subscribe(&env, &self.events, &callback))
     }
 
     /// Closes the runtime off the event loop: seals it (no id is issued once this starts), then releases its
     /// slot. Resolves to the last millisecond used, or `null` (also when already closed). Later id calls throw
     /// `CLOSED`.
     #[napi(ts_return_type = "Promise<number | null>")]
-    pub fn close(&self) -> AsyncTask<CloseRuntime> {
-        AsyncTask::new(CloseRuntime {
-            inner: self.inner.clone(),
+    pub fn close(&self) -> Result<AsyncTask<Guarded<CloseRuntime>>, Thrown> {
+        call(|| {
+            Ok(AsyncTask::new(Guarded(CloseRuntime {
+                inner: self.inner.clone(),
+            })))
         })
     }
 
     /// `close()`, blocking.
     #[napi]
-    pub fn close_sync(&self) -> Option<f64> {
-        self.inner.shutdown().map(|ms| ms as f64)
+    pub fn close_sync(&self) -> Result<Option<f64>, Thrown> {
+        call(|| Ok(self.inner.shutdown().map(|ms| ms as f64)))
+    }
+}
+
+impl ObjectFinalize for Runtime {
+    /// Dropped by the garbage collector: the last reference to a runtime nobody closed shuts it down here, and
+    /// that too must not unwind into Node.
+    fn finalize(self, _: Env) -> napi::Result<()> {
+        call(|| {
+            drop(self);
+            Ok(())
+        })
+        .map_err(|e| napi::Error::new(napi::Status::GenericFailure, e.reason))
     }
 }
 
@@ -135,25 +166,23 @@ pub struct CreateRuntime {
     config: Config,
 }
 
-impl Task for CreateRuntime {
-    type Output = Result<(Arc<cosid::Runtime>, Arc<Subscribers>), cosid::Error>;
+impl Job for CreateRuntime {
+    type Output = (Arc<cosid::Runtime>, Arc<Subscribers>);
     type JsValue = Runtime;
 
-    fn compute(&mut self) -> napi::Result<Self::Output> {
-        Ok(Builder::with_config(self.config.clone()).build().map(|rt| {
-            let rt = Arc::new(rt);
-            let events = Arc::new(Subscribers::default());
-            rt.subscribe(events.listener());
-            global::register(&rt);
-            (rt, events)
-        }))
+    fn compute(&mut self) -> Result<Self::Output, Thrown> {
+        let rt = Builder::with_config(self.config.clone())
+            .build()
+            .or_throw()?;
+        let rt = Arc::new(rt);
+        let events = Arc::new(Subscribers::default());
+        rt.subscribe(events.listener());
+        global::register(&rt);
+        Ok((rt, events))
     }
 
-    fn resolve(&mut self, env: Env, output: Self::Output) -> napi::Result<Runtime> {
-        match output {
-            Ok((inner, events)) => Ok(Runtime { inner, events }),
-            Err(e) => Err(rejection(&env, from_cosid(e))),
-        }
+    fn resolve(&mut self, _: &Env, (inner, events): Self::Output) -> Result<Runtime, Thrown> {
+        Ok(Runtime { inner, events })
     }
 }
 
@@ -163,15 +192,15 @@ pub struct CloseRuntime {
     inner: Arc<cosid::Runtime>,
 }
 
-impl Task for CloseRuntime {
+impl Job for CloseRuntime {
     type Output = Option<f64>;
     type JsValue = Option<f64>;
 
-    fn compute(&mut self) -> napi::Result<Self::Output> {
+    fn compute(&mut self) -> Result<Option<f64>, Thrown> {
         Ok(self.inner.shutdown().map(|ms| ms as f64))
     }
 
-    fn resolve(&mut self, _: Env, output: Self::Output) -> napi::Result<Option<f64>> {
+    fn resolve(&mut self, _: &Env, output: Option<f64>) -> Result<Option<f64>, Thrown> {
         Ok(output)
     }
 }
