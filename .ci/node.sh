@@ -7,7 +7,12 @@
 #      `napi build` generates;
 #   3. `npm install ./bindings/node` into a fresh project, which builds the addon through the package's install
 #      script with no devDependency, then require('cosid') and import from 'cosid' there;
-#   4. the tests (node --test) and one quick run of the benchmark harness (figures only).
+#   4. the tests (node --test), the store tests against real servers, and one quick run of the benchmark harness
+#      (figures only).
+# The addon is built with every store. Each of Redis, PostgreSQL, MariaDB and etcd whose COSID_TEST_*_URL is not
+# set yet is started with .ci/services/ (scripts/test-all.sh has started them all and exported their URLs, which
+# reach this script through the environment); COSID_NODE_NO_SERVERS=1 starts none (the tests of a store without
+# its URL then report themselves skipped).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -27,6 +32,15 @@ if [ "$major" -lt 20 ]; then
 fi
 echo "node $(node --version), npm $(npm --version), $(cargo --version)"
 
+if [ "${COSID_NODE_NO_SERVERS:-0}" != "1" ]; then
+  step "node: store servers for the store tests"
+  # etcd first: its script also installs protoc, which building the etcd client needs.
+  [ -n "${COSID_TEST_ETCD_URL:-}" ] || eval "$(bash "$root/.ci/services/etcd.sh")"
+  [ -n "${COSID_TEST_REDIS_URL:-}" ] || eval "$(bash "$root/.ci/services/redis.sh")"
+  [ -n "${COSID_TEST_POSTGRES_URL:-}" ] || eval "$(bash "$root/.ci/services/postgres.sh")"
+  [ -n "${COSID_TEST_MYSQL_URL:-}" ] || eval "$(bash "$root/.ci/services/mariadb.sh")"
+fi
+
 step "node: format and lints of the addon crate"
 cargo fmt --manifest-path "$pkg/Cargo.toml" -- --check
 cargo clippy --manifest-path "$pkg/Cargo.toml" --release --all-targets -- -D warnings
@@ -35,7 +49,9 @@ step "node: npm ci && npm run build"
 cd "$pkg"
 # The install script would build too; `npm run build` is the developer's build, which also writes index.d.ts.
 npm ci --ignore-scripts --no-audit --no-fund
+build_start=$SECONDS
 npm run build
+echo "node: addon built (every store) in $((SECONDS - build_start)) s"
 if ! git -C "$root" diff --exit-code -- bindings/node/index.d.ts; then
   echo "node: index.d.ts is not what napi build generates: run 'npm run build' in bindings/node and commit it" >&2
   exit 1

@@ -5,26 +5,34 @@
 #     bash .ci/python.sh
 #
 # Needs Python 3.9+ with venv and a Rust toolchain; pip fetches maturin, pytest and the benchmark peers from PyPI.
-# Starts a throwaway Redis (.ci/services/redis.sh) for the Redis tests unless COSID_TEST_REDIS_URL is already set;
-# COSID_PYTHON_NO_REDIS=1 skips that (the Redis tests then report themselves skipped).
+# The package is built with every store, and its store tests run against real servers: each of Redis, PostgreSQL,
+# MariaDB and etcd whose COSID_TEST_*_URL is not set yet is started with .ci/services/ (scripts/test-all.sh has
+# started them all and exported their URLs, which reach this script through the environment).
+# COSID_PYTHON_NO_SERVERS=1 starts none (the tests of a store without its URL then report themselves skipped).
 # Settings (environment): PYTHON (default python3), COSID_PY_VENV (default: a new temporary folder).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root="$PWD"
 
 python="${PYTHON:-python3}"
+
+if [ "${COSID_PYTHON_NO_SERVERS:-0}" != "1" ]; then
+    # etcd first: its script also installs protoc, which building the etcd client needs.
+    [ -n "${COSID_TEST_ETCD_URL:-}" ] || eval "$(bash "$root/.ci/services/etcd.sh")"
+    [ -n "${COSID_TEST_REDIS_URL:-}" ] || eval "$(bash "$root/.ci/services/redis.sh")"
+    [ -n "${COSID_TEST_POSTGRES_URL:-}" ] || eval "$(bash "$root/.ci/services/postgres.sh")"
+    [ -n "${COSID_TEST_MYSQL_URL:-}" ] || eval "$(bash "$root/.ci/services/mariadb.sh")"
+fi
 venv="${COSID_PY_VENV:-$(mktemp -d "${TMPDIR:-/tmp}/cosid-py.XXXXXX")/venv}"
 
 echo "python.sh: creating $venv with $("$python" --version)"
 "$python" -m venv "$venv"
 "$venv/bin/python" -m pip install -q --upgrade pip
-echo "python.sh: pip install ./bindings/python (builds the Rust extension in release mode)"
+echo "python.sh: pip install ./bindings/python (builds the Rust extension in release mode, every store)"
+build_start=$SECONDS
 "$venv/bin/python" -m pip install ./bindings/python
+echo "python.sh: built and installed in $((SECONDS - build_start)) s"
 "$venv/bin/python" -m pip install -q pytest snowflake-id uuid-utils
-
-if [ -z "${COSID_TEST_REDIS_URL:-}" ] && [ "${COSID_PYTHON_NO_REDIS:-0}" != "1" ]; then
-    eval "$(bash "$root/.ci/services/redis.sh")"
-fi
 
 # From the tests' folder, so `import cosid` is the installed package and never the source tree.
 cd "$root/bindings/python"

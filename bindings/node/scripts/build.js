@@ -1,7 +1,9 @@
 #!/usr/bin/env node
 'use strict'
 // Builds the native addon with cargo and copies it to where index.js looks for it (cosid.<platform>.node).
-// COSID_NODE_FEATURES=redis,postgres,mysql,etcd adds those stores (SQLite and memory are always there).
+// Every store is in by default (SQLite, memory, Redis, PostgreSQL, MySQL, etcd); etcd's client needs `protoc` to
+// build. COSID_NODE_FEATURES=redis,postgres (any of redis, postgres, mysql, etcd; empty for none) builds exactly
+// those instead, SQLite and memory always included.
 //
 // This is the package's `install` script, so `npm install ./bindings/node` builds the addon with nothing but
 // Node and the Rust toolchain: it needs no npm dependency (a consumer's npm installs no devDependencies of ours,
@@ -36,6 +38,14 @@ function findCargo() {
   )
 }
 
+function findProtoc() {
+  for (const candidate of [process.env.PROTOC, 'protoc'].filter(Boolean)) {
+    const probe = spawnSync(candidate, ['--version'], { stdio: 'ignore' })
+    if (!probe.error && probe.status === 0) return candidate
+  }
+  return null
+}
+
 const cargo = findCargo()
 const args = [
   'build',
@@ -45,8 +55,24 @@ const args = [
   '--message-format=json-render-diagnostics',
 ]
 if (release) args.push('--release')
-const features = (process.env.COSID_NODE_FEATURES || '').split(/[\s,]+/).filter(Boolean)
-if (features.length) args.push('--features', features.join(','))
+const STORES = ['redis', 'postgres', 'mysql', 'etcd']
+let features = STORES
+if (process.env.COSID_NODE_FEATURES !== undefined) {
+  features = process.env.COSID_NODE_FEATURES.split(/[\s,]+/).filter(Boolean)
+  const unknown = features.filter((f) => !STORES.includes(f))
+  if (unknown.length) {
+    fail(`COSID_NODE_FEATURES names ${unknown.join(', ')}: expected a list of ${STORES.join(', ')} (or empty)`)
+  }
+  args.push('--no-default-features')
+  if (features.length) args.push('--features', features.join(','))
+}
+if (features.includes('etcd') && !findProtoc()) {
+  fail(
+    "the etcd store's client is generated at build time by protoc, the Protocol Buffers compiler, and none was " +
+      'found (PROTOC, or protoc on PATH). Install it (Debian/Ubuntu: apt-get install protobuf-compiler; macOS: ' +
+      'brew install protobuf), or build without etcd: COSID_NODE_FEATURES=redis,postgres,mysql npm rebuild cosid',
+  )
+}
 console.error(`cosid: ${cargo} ${args.join(' ')}`)
 const build = spawnSync(cargo, args, {
   cwd: root,

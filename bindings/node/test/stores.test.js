@@ -1,0 +1,80 @@
+'use strict'
+// The addon on every network store, against real servers: COSID_TEST_{REDIS,POSTGRES,MYSQL,ETCD}_URL point at
+// them (.ci/node.sh starts each one that is not set, with the scripts of .ci/services/). A store whose variable
+// is unset is skipped, saying so.
+
+const test = require('node:test')
+const assert = require('node:assert/strict')
+const { randomUUID } = require('node:crypto')
+const { runNode, assertUnique } = require('./fixtures/helpers.js')
+const { Runtime } = require('..')
+
+const STORES = [
+  ['redis', 'COSID_TEST_REDIS_URL'],
+  ['postgres', 'COSID_TEST_POSTGRES_URL'],
+  ['mysql', 'COSID_TEST_MYSQL_URL'],
+  ['etcd', 'COSID_TEST_ETCD_URL'],
+]
+
+const namespace = () => `node-${randomUUID().slice(0, 12)}`
+
+for (const [kind, variable] of STORES) {
+  const url = process.env[variable]
+  const skip = url ? false : `${variable} is not set (bash .ci/services/ starts a server)`
+
+  test(`${kind}: two runtimes take two slots, never share an id, and release on close`, { skip }, async () => {
+    const options = { store: url, namespace: namespace(), bits: 4 }
+    const [a, b] = [await Runtime.create(options), await Runtime.create(options)]
+    let last
+    try {
+      assert.equal(a.status().store, kind)
+      assert.notEqual(a.status().slot, b.status().slot)
+      const ids = [...a.nextIds(5000), ...b.nextIds(5000), a.nextId(), b.nextId()]
+      assert.equal(assertUnique(assert, ids), 10002)
+      last = a.nextId()
+    } finally {
+      await a.close()
+      await b.close()
+    }
+    // Released: the next holder of that slot starts past its last timestamp.
+    const slot = a.parse(last).slot
+    const c = await Runtime.create({ ...options, preferredSlot: slot })
+    try {
+      assert.equal(c.status().slot, slot)
+      assert.ok(c.nextId() > last)
+    } finally {
+      await c.close()
+    }
+  })
+
+  test(`${kind}: other bits on a recorded namespace are NAMESPACE_MISMATCH`, { skip }, async () => {
+    const ns = namespace()
+    const a = await Runtime.create({ store: url, namespace: ns, bits: 4 })
+    try {
+      await assert.rejects(Runtime.create({ store: url, namespace: ns, bits: 6 }), { code: 'NAMESPACE_MISMATCH' })
+    } finally {
+      await a.close()
+    }
+  })
+
+  test(`${kind}: processes sharing a namespace get distinct slots and ids`, { skip }, async () => {
+    const ns = namespace()
+    const script = `
+      const cosid = require('.')
+      cosid.configure({ store: process.env.STORE, namespace: process.env.NS, bits: 5 })
+      cosid.ready().then(() => {
+        const ids = [...cosid.nextIds(2000)].map(String)
+        console.log(JSON.stringify({ slot: cosid.status().slot, ids }))
+      })
+    `
+    const runs = await Promise.all(
+      [1, 2, 3, 4].map(() => runNode(['-e', script], { env: { STORE: url, NS: ns }, timeoutMs: 120_000 })),
+    )
+    const results = runs.map((r) => {
+      assert.equal(r.code, 0, r.stderr)
+      return JSON.parse(r.stdout)
+    })
+    assert.equal(new Set(results.map((r) => r.slot)).size, 4)
+    assert.equal(assertUnique(assert, results.flatMap((r) => r.ids)), 8000)
+  })
+}
