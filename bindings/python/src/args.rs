@@ -1,9 +1,9 @@
 //! Reading Python arguments strictly: a wrong type is a `TypeError`, a wrong value a `ValueError` subclass
 //! (`ConfigError`, `InvalidIdError`), and every message names the argument, the value and what was expected.
 
-use crate::errors::{config, error, wrong_type};
+use crate::errors::{config, error, from_host, wrong_type};
 use crate::layout::PyLayout;
-use cosid::{Config, Layout};
+use cosid::Layout;
 use pyo3::exceptions::{PyOverflowError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyFloat, PyInt, PyString};
@@ -119,6 +119,7 @@ pub(crate) fn layout(py: Python<'_>, v: &Bound<'_, PyAny>) -> PyResult<Layout> {
 }
 
 /// The keyword arguments of `configure()` and `Runtime()`; `None` leaves a setting as the environment has it.
+/// Each is handed to the core's one settings table ([`cosid::host::Settings`]): Python only converts its types.
 #[derive(Default)]
 pub(crate) struct Settings<'py> {
     pub store: Option<Bound<'py, PyAny>>,
@@ -132,53 +133,61 @@ pub(crate) struct Settings<'py> {
     pub acquire_timeout: Option<Bound<'py, PyAny>>,
     pub max_wait: Option<Bound<'py, PyAny>>,
     pub backwards_wait: Option<Bound<'py, PyAny>>,
+    pub on_fork: Option<Bound<'py, PyAny>>,
 }
 
 impl Settings<'_> {
-    /// The `COSID_*` environment overridden by the arguments given, checked as the runtime will check it, and
-    /// with the store URL and namespace name parsed, so that a bad setting fails here rather than at first use.
-    pub(crate) fn config(&self, py: Python<'_>) -> PyResult<Config> {
-        let mut c = Config::from_env().map_err(|e| error(py, "CONFIG", e.to_string()))?;
-        if let Some(v) = &self.store {
-            let url = text("store", v)?;
-            cosid::store::StoreUrl::parse(&url)
-                .map_err(|e| crate::errors::from_core(py, &cosid::Error::Store(e)))?;
-            c.store = Some(url);
-        }
-        if let Some(v) = &self.namespace {
-            c.namespace = text("namespace", v)?;
+    /// The `COSID_*` environment overridden by the arguments given, checked as a start will check it, so that a
+    /// bad setting fails here rather than at first use.
+    pub(crate) fn host(&self, py: Python<'_>) -> PyResult<cosid::host::Settings> {
+        use cosid::host::Value;
+        let mut s = cosid::host::Settings::from_env().map_err(|e| from_host(py, &e))?;
+        let mut set =
+            |key: &str, value: Value<'_>| s.set_value(key, value).map_err(|e| from_host(py, &e));
+        for (key, v) in [
+            ("store", &self.store),
+            ("namespace", &self.namespace),
+            ("owner_key", &self.owner_key),
+            ("on_fork", &self.on_fork),
+        ] {
+            if let Some(v) = v {
+                set(key, Value::Text(&text(key, v)?))?;
+            }
         }
         if let Some(v) = &self.layout {
-            c.layout = layout(py, v)?;
+            match v.cast::<PyString>() {
+                Ok(name) => set("layout", Value::Text(&name.to_cow()?))?,
+                Err(_) => set("layout", Value::Layout(layout(py, v)?))?,
+            }
         }
-        if let Some(v) = &self.ttl {
-            c.ttl = duration(py, "ttl", v)?;
+        for (key, v) in [
+            ("ttl", &self.ttl),
+            ("tolerance", &self.tolerance),
+            ("acquire_timeout", &self.acquire_timeout),
+            ("max_wait", &self.max_wait),
+            ("backwards_wait", &self.backwards_wait),
+        ] {
+            if let Some(v) = v {
+                set(key, Value::Duration(duration(py, key, v)?))?;
+            }
         }
-        if let Some(v) = &self.tolerance {
-            c.tolerance = duration(py, "tolerance", v)?;
+        // Whole numbers as ints, or as text for the table's parser (`"ordinal"` for the slot).
+        for (key, v, expected) in [
+            ("bits", &self.bits, "1 to the layout's slot bits"),
+            (
+                "preferred_slot",
+                &self.preferred_slot,
+                "a slot below 2^bits, or \"ordinal\"",
+            ),
+        ] {
+            if let Some(v) = v {
+                match v.cast::<PyString>() {
+                    Ok(t) => set(key, Value::Text(&t.to_cow()?))?,
+                    Err(_) => set(key, Value::Number(whole(py, key, v, expected)?))?,
+                }
+            }
         }
-        if let Some(v) = &self.bits {
-            c.bits = whole(py, "bits", v, "1 to the layout's slot bits")?;
-        }
-        if let Some(v) = &self.owner_key {
-            c.owner_key = Some(text("owner_key", v)?);
-        }
-        if let Some(v) = &self.preferred_slot {
-            c.preferred_slot = Some(whole(py, "preferred_slot", v, "a slot below 2^bits")?);
-        }
-        if let Some(v) = &self.acquire_timeout {
-            c.acquire_timeout = Some(duration(py, "acquire_timeout", v)?);
-        }
-        if let Some(v) = &self.max_wait {
-            c.waits.window = duration(py, "max_wait", v)?;
-        }
-        if let Some(v) = &self.backwards_wait {
-            c.waits.backwards = duration(py, "backwards_wait", v)?;
-        }
-        c.validate()
-            .map_err(|e| error(py, "CONFIG", e.to_string()))?;
-        cosid::lease::Namespace::new(c.namespace.clone())
-            .map_err(|e| crate::errors::from_core(py, &cosid::Error::Namespace(e)))?;
-        Ok(c)
+        s.validate().map_err(|e| from_host(py, &e))?;
+        Ok(s)
     }
 }

@@ -3,38 +3,58 @@
 //! The exception classes are plain Python classes (so that `InvalidIdError` can also be a `ValueError`, and the
 //! stubs are ordinary Python); this module looks them up once and instantiates the one whose `code` matches.
 
-use pyo3::exceptions::{PyRuntimeError, PyTypeError};
+use cosid::host::ErrorCode;
+use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::PyDict;
 
-/// `cosid._errors.BY_CODE`: code -> exception class.
-static BY_CODE: PyOnceLock<Py<PyDict>> = PyOnceLock::new();
+/// `cosid._errors`, imported once.
+static MODULE: PyOnceLock<Py<PyModule>> = PyOnceLock::new();
 
-fn by_code(py: Python<'_>) -> PyResult<&Bound<'_, PyDict>> {
-    BY_CODE
-        .get_or_try_init(py, || {
-            let module = py.import("cosid._errors")?;
-            let dict = module.getattr("BY_CODE")?.cast_into::<PyDict>()?;
-            Ok::<_, PyErr>(dict.unbind())
-        })
-        .map(|d| d.bind(py))
+/// The class in `cosid._errors` of each code. Exhaustive on purpose: a code added to the core does not compile
+/// until Python has decided how to raise it. Codes that only arise at the C boundary raise a plain `CosidError`
+/// (still carrying their code).
+fn class_name(code: ErrorCode) -> &'static str {
+    match code {
+        ErrorCode::SlotLost => "SlotLostError",
+        ErrorCode::WindowClosed => "WindowClosedError",
+        ErrorCode::BeforeWindow => "BeforeWindowError",
+        ErrorCode::ClockMovedBackwards => "ClockMovedBackwardsError",
+        ErrorCode::Closed => "ClosedError",
+        ErrorCode::Forked => "ForkedError",
+        ErrorCode::Exhausted => "ExhaustedError",
+        ErrorCode::NamespaceMismatch => "NamespaceMismatchError",
+        ErrorCode::Store => "StoreError",
+        ErrorCode::StoreUnavailable => "StoreUnavailableError",
+        ErrorCode::CorruptRecord => "CorruptRecordError",
+        ErrorCode::StateFile => "StateFileError",
+        ErrorCode::StoreRegression => "StoreRegressionError",
+        ErrorCode::Config | ErrorCode::UnknownKey => "ConfigError",
+        ErrorCode::Layout => "LayoutError",
+        ErrorCode::InvalidId => "InvalidIdError",
+        ErrorCode::Reentrant => "ReentrantError",
+        ErrorCode::AlreadyInitialized => "AlreadyInitializedError",
+        ErrorCode::Panic => "PanicError",
+        ErrorCode::Internal => "InternalError",
+        ErrorCode::NullPointer
+        | ErrorCode::InvalidUtf8
+        | ErrorCode::InvalidArgument
+        | ErrorCode::BufferTooSmall
+        | ErrorCode::StringTooLong => "CosidError",
+    }
 }
 
-/// The exception for `code` with `message`; a plain `CosidError` (with that code) for a code the Python side does
-/// not know yet.
+/// The exception for `code` (a [`ErrorCode`] name) with `message`; a plain `CosidError` (with that code) for a
+/// name that is not a code.
 pub(crate) fn error(py: Python<'_>, code: &str, message: impl Into<String>) -> PyErr {
     let message = message.into();
     let build = || -> PyResult<PyErr> {
-        let classes = by_code(py)?;
-        let class = match classes.get_item(code)? {
-            Some(c) => c,
-            None => classes
-                .get_item("ERROR")?
-                .ok_or_else(|| PyRuntimeError::new_err("cosid._errors.BY_CODE has no ERROR"))?,
-        };
+        let module = MODULE
+            .get_or_try_init(py, || py.import("cosid._errors").map(Bound::unbind))?
+            .bind(py);
+        let class = module.getattr(ErrorCode::from_name(code).map_or("CosidError", class_name))?;
         let value = class.call1((message.as_str(),))?;
-        // Instances carry the code too, so an unknown code still reads right on a plain CosidError.
+        // Instances carry the code too, so a code without a class of its own still reads right.
         value.setattr("code", code)?;
         Ok(PyErr::from_value(value))
     };
@@ -43,12 +63,12 @@ pub(crate) fn error(py: Python<'_>, code: &str, message: impl Into<String>) -> P
 
 /// The exception for a core error.
 pub(crate) fn from_core(py: Python<'_>, e: &cosid::Error) -> PyErr {
-    error(py, e.code(), e.to_string())
+    error(py, cosid::host::ErrorCode::of(e).name(), e.to_string())
 }
 
-/// `CLOSED`: the runtime was shut down, abandoned at fork, or the interpreter is exiting.
-pub(crate) fn closed(py: Python<'_>, why: impl Into<String>) -> PyErr {
-    error(py, "CLOSED", why)
+/// The exception for a host-layer error: the class of its code ([`cosid::host::ErrorCode::name`]).
+pub(crate) fn from_host(py: Python<'_>, e: &cosid::host::HostError) -> PyErr {
+    error(py, e.code.name(), e.message.as_str())
 }
 
 /// `CONFIG`: a setting with a wrong value (a `ValueError` too).

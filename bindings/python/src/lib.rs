@@ -68,68 +68,89 @@ pub(crate) fn status_dict<'py>(py: Python<'py>, s: &Status) -> PyResult<Bound<'p
     Ok(d)
 }
 
+/// Runs the body of an entry point: a Rust panic becomes ``cosid.PanicError`` (code ``PANIC``, a ``CosidError``)
+/// instead of PyO3's ``PanicException``, which derives from ``BaseException`` and escapes ``except Exception``.
+#[inline(always)]
+pub(crate) fn guard<T>(py: Python<'_>, body: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
+    // AssertUnwindSafe: what a panic can leave half-done is behind the core's own locks, which recover.
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(body)) {
+        Ok(result) => result,
+        Err(payload) => Err(panicked(py, payload)),
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn panicked(py: Python<'_>, payload: Box<dyn std::any::Any + Send>) -> PyErr {
+    let what = payload
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic without a message".to_owned());
+    // Dropping the payload could itself panic; leak it instead.
+    std::mem::forget(payload);
+    errors::error(
+        py,
+        "PANIC",
+        format!("caught a panic (a bug in cosid, please report it): {what}"),
+    )
+}
+
+/// `n` ids from `holder`, with the GIL released.
+pub(crate) fn fill(py: Python<'_>, holder: &cosid::host::Holder, n: usize) -> PyResult<Vec<Id>> {
+    process::detached(py, holder, |h| {
+        let mut ids = vec![Id::from_u64(0); n];
+        h.fill(&mut ids).map(|()| ids)
+    })
+}
+
+/// `n` ids from the process-wide runtime, with the GIL released.
+fn fill_global(py: Python<'_>, n: usize) -> PyResult<Vec<Id>> {
+    process::on_global(py, |h| {
+        let mut ids = vec![Id::from_u64(0); n];
+        h.fill(&mut ids).map(|()| ids)
+    })
+}
+
 /// Issues one id from the process-wide runtime, starting it on first use from ``cosid.configure()`` or the
 /// ``COSID_*`` environment. Safe from any number of threads, and in forked children (each gets its own slot).
 #[pyfunction]
 fn next_id(py: Python<'_>) -> PyResult<u64> {
-    if !process::forked() {
-        if let Some(rt) = process::loaded().as_deref() {
-            if let Some(id) = rt.try_next_id() {
-                return Ok(id.as_u64());
-            }
+    guard(py, || {
+        if let Some(id) = process::global().try_next_id() {
+            return Ok(id.as_u64());
         }
-    }
-    next_id_slow(py)
+        next_id_slow(py)
+    })
 }
 
 #[cold]
 fn next_id_slow(py: Python<'_>) -> PyResult<u64> {
-    process::check_fork(py);
-    loop {
-        let rt = process::current(py)?;
-        match py.detach(|| rt.next_id()) {
-            Ok(id) => return Ok(id.as_u64()),
-            // Reconfigured or shut down by another thread meanwhile: use the new runtime.
-            Err(cosid::Error::Closed { .. }) if !process::is_current(&rt) => continue,
-            Err(e) => return Err(from_core(py, &e)),
-        }
-    }
+    process::on_global(py, cosid::host::Holder::next_id).map(Id::as_u64)
 }
 
 /// ``n`` ids (``0 <= n <= 10_000_000``) from the process-wide runtime, in increasing order, as a list of ints.
 /// One call reserves up to a whole millisecond's sequence at once.
 #[pyfunction]
 fn next_ids<'py>(py: Python<'py>, n: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
-    let n = args::count(n)?;
-    process::check_fork(py);
-    loop {
-        let rt = process::current(py)?;
-        match py.detach(|| rt.next_ids(n)) {
-            Ok(ids) => return id_list(py, &ids),
-            Err(cosid::Error::Closed { .. }) if !process::is_current(&rt) => continue,
-            Err(e) => return Err(from_core(py, &e)),
-        }
-    }
+    guard(py, || {
+        let ids = fill_global(py, args::count(n)?)?;
+        id_list(py, &ids)
+    })
 }
 
 /// Like ``next_ids``, as an ``array.array('Q')``: cheaper per id for large batches (no int object per id).
 #[pyfunction]
 fn next_ids_array<'py>(py: Python<'py>, n: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
-    let n = args::count(n)?;
-    process::check_fork(py);
-    loop {
-        let rt = process::current(py)?;
-        match py.detach(|| rt.next_ids(n)) {
-            Ok(ids) => return id_array(py, &ids),
-            Err(cosid::Error::Closed { .. }) if !process::is_current(&rt) => continue,
-            Err(e) => return Err(from_core(py, &e)),
-        }
-    }
+    guard(py, || {
+        let ids = fill_global(py, args::count(n)?)?;
+        id_array(py, &ids)
+    })
 }
 
 /// Sets the process-wide runtime's settings (see ``cosid.configure``).
 #[pyfunction]
-#[pyo3(signature = (*, store = None, namespace = None, layout = None, ttl = None, tolerance = None, bits = None, owner_key = None, preferred_slot = None, acquire_timeout = None, max_wait = None, backwards_wait = None))]
+#[pyo3(signature = (*, store = None, namespace = None, layout = None, ttl = None, tolerance = None, bits = None, owner_key = None, preferred_slot = None, acquire_timeout = None, max_wait = None, backwards_wait = None, on_fork = None))]
 #[allow(clippy::too_many_arguments)]
 fn configure<'py>(
     py: Python<'py>,
@@ -144,46 +165,59 @@ fn configure<'py>(
     acquire_timeout: Option<Bound<'py, PyAny>>,
     max_wait: Option<Bound<'py, PyAny>>,
     backwards_wait: Option<Bound<'py, PyAny>>,
+    on_fork: Option<Bound<'py, PyAny>>,
 ) -> PyResult<()> {
-    let config = Settings {
-        store,
-        namespace,
-        layout,
-        ttl,
-        tolerance,
-        bits,
-        owner_key,
-        preferred_slot,
-        acquire_timeout,
-        max_wait,
-        backwards_wait,
-    }
-    .config(py)?;
-    process::check_fork(py);
-    process::configure(py, config)
+    guard(py, || {
+        let settings = Settings {
+            store,
+            namespace,
+            layout,
+            ttl,
+            tolerance,
+            bits,
+            owner_key,
+            preferred_slot,
+            acquire_timeout,
+            max_wait,
+            backwards_wait,
+            on_fork,
+        }
+        .host(py)?;
+        process::configure(py, settings)
+    })
 }
 
 /// Shuts the process-wide runtime down (see ``cosid.shutdown``).
 #[pyfunction]
 fn shutdown(py: Python<'_>) -> PyResult<Option<u64>> {
-    process::check_fork(py);
-    process::shutdown_current(py)
+    guard(py, || {
+        process::detached(py, process::global(), cosid::host::Holder::shutdown)
+    })
 }
 
 /// The process-wide runtime's status as a dict, starting it if needed.
 #[pyfunction]
 fn _status<'py>(py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-    process::check_fork(py);
-    let rt = process::current(py)?;
-    status_dict(py, &rt.status())
+    guard(py, || {
+        let status = process::on_global(py, cosid::host::Holder::status)?;
+        status_dict(py, &status)
+    })
 }
 
 /// The layout the process-wide runtime uses (from ``configure()``, else ``COSID_LAYOUT``, else millis).
 #[pyfunction]
 fn default_layout(py: Python<'_>) -> PyResult<PyLayout> {
-    process::configured()
-        .map(|c| PyLayout { inner: c.layout })
-        .map_err(|e| from_core(py, &e))
+    guard(py, || {
+        let holder = process::global();
+        let layout = if holder.is_running() {
+            holder.layout()
+        } else {
+            holder.settings().map(|s| s.config().layout)
+        };
+        layout
+            .map(|inner| PyLayout { inner })
+            .map_err(|e| errors::from_host(py, &e))
+    })
 }
 
 fn layout_or_default(py: Python<'_>, layout: Option<&Bound<'_, PyAny>>) -> PyResult<cosid::Layout> {
@@ -252,10 +286,23 @@ fn from_base62(py: Python<'_>, text: &Bound<'_, PyAny>) -> PyResult<u64> {
         .map_err(|e| from_core(py, &cosid::Error::Id(e)))
 }
 
+/// For ``os.register_at_fork(before=...)``: no store I/O may be in flight across the fork.
+#[pyfunction]
+fn _fork_prepare(py: Python<'_>) {
+    // Waits (bounded) for store calls in flight on other threads: none of them needs the GIL.
+    py.detach(process::fork_prepare);
+}
+
+/// For ``os.register_at_fork(after_in_parent=...)``.
+#[pyfunction]
+fn _fork_parent() {
+    process::fork_parent();
+}
+
 /// For ``os.register_at_fork(after_in_child=...)``.
 #[pyfunction]
-fn _after_fork_in_child(py: Python<'_>) {
-    process::after_fork_in_child(py);
+fn _after_fork_in_child() {
+    process::fork_child();
 }
 
 /// The Python exception for one core error variant (for the tests of the error mapping).
@@ -270,9 +317,22 @@ fn _at_exit(py: Python<'_>) {
     process::at_exit(py);
 }
 
+/// Panics inside the guard of an entry point (for the tests of ``PanicError``): no path of cosid panics on
+/// purpose.
+#[pyfunction]
+fn _panic_for_test(py: Python<'_>) -> PyResult<()> {
+    guard(py, || panic!("probe: sync"))
+}
+
 #[pymodule(gil_used = true)]
 fn _cosid(m: &Bound<'_, PyModule>) -> PyResult<()> {
     process::install_fork_handler();
+    // The process-wide callbacks (cosid.on_event) see every event of every runtime the global holder starts.
+    process::global()
+        .subscribe(std::sync::Arc::new(|e| {
+            events::deliver(events::Target::Process, e)
+        }))
+        .map_err(|e| errors::from_host(m.py(), &e))?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("MAX_BATCH", args::MAX_BATCH)?;
     m.add_class::<PyLayout>()?;
@@ -289,7 +349,10 @@ fn _cosid(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(from_friendly, m)?)?;
     m.add_function(wrap_pyfunction!(to_base62, m)?)?;
     m.add_function(wrap_pyfunction!(from_base62, m)?)?;
+    m.add_function(wrap_pyfunction!(_fork_prepare, m)?)?;
+    m.add_function(wrap_pyfunction!(_fork_parent, m)?)?;
     m.add_function(wrap_pyfunction!(_after_fork_in_child, m)?)?;
+    m.add_function(wrap_pyfunction!(_panic_for_test, m)?)?;
     m.add_function(wrap_pyfunction!(_at_exit, m)?)?;
     m.add_function(wrap_pyfunction!(_sample_error, m)?)?;
     Ok(())

@@ -1,39 +1,30 @@
 //! `cosid.Runtime`: an explicit runtime with its own settings and lease, closed by `shutdown()` or a `with`
 //! block. (The Python class `cosid.Runtime` subclasses this one to add `status()`, `on_event()` and parsing.)
+//!
+//! It is a [`Holder`] of the core's host layer, so it follows the same lifecycle as the process-wide runtime: in a
+//! forked child it never issues on its parent's slot (it takes one of its own, or raises `FORKED` on a store that
+//! cannot give it one), and after `shutdown()` its calls raise `CLOSED`.
 
 use crate::args::{self, Settings};
-use crate::errors::from_core;
 use crate::events::{deliver, Target};
 use crate::layout::PyLayout;
-use crate::process::{self, Cell};
-use cosid::{Builder, Id, Runtime};
+use crate::process::{self, detached};
+use cosid::host::Holder;
+use cosid::Id;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
-use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 #[pyclass(module = "cosid._cosid", name = "Runtime", subclass, frozen)]
 pub(crate) struct PyRuntime {
-    cell: Arc<Cell>,
-}
-
-impl PyRuntime {
-    fn runtime(&self, py: Python<'_>) -> PyResult<Arc<Runtime>> {
-        process::check_fork(py);
-        if self.cell.pid != std::process::id() {
-            self.cell.abandon();
-        }
-        self.cell
-            .runtime
-            .load_full()
-            .ok_or_else(|| self.cell.closed_error(py))
-    }
+    holder: Arc<Holder>,
+    layout: cosid::Layout,
 }
 
 #[pymethods]
 impl PyRuntime {
     #[new]
-    #[pyo3(signature = (*, store = None, namespace = None, layout = None, ttl = None, tolerance = None, bits = None, owner_key = None, preferred_slot = None, acquire_timeout = None, max_wait = None, backwards_wait = None))]
+    #[pyo3(signature = (*, store = None, namespace = None, layout = None, ttl = None, tolerance = None, bits = None, owner_key = None, preferred_slot = None, acquire_timeout = None, max_wait = None, backwards_wait = None, on_fork = None))]
     #[allow(clippy::too_many_arguments)]
     fn new<'py>(
         py: Python<'py>,
@@ -48,49 +39,42 @@ impl PyRuntime {
         acquire_timeout: Option<Bound<'py, PyAny>>,
         max_wait: Option<Bound<'py, PyAny>>,
         backwards_wait: Option<Bound<'py, PyAny>>,
+        on_fork: Option<Bound<'py, PyAny>>,
     ) -> PyResult<Self> {
-        let config = Settings {
-            store,
-            namespace,
-            layout,
-            ttl,
-            tolerance,
-            bits,
-            owner_key,
-            preferred_slot,
-            acquire_timeout,
-            max_wait,
-            backwards_wait,
-        }
-        .config(py)?;
-        let layout = config.layout;
-        let rt = py
-            .detach(move || Builder::with_config(config).build())
-            .map_err(|e| from_core(py, &e))?;
-        let cell = Arc::new(Cell {
-            runtime: arc_swap::ArcSwapOption::from_pointee(rt),
-            layout,
-            pid: std::process::id(),
-            forked: AtomicBool::new(false),
-        });
-        process::register(py, &cell);
-        Ok(PyRuntime { cell })
+        crate::guard(py, || {
+            let settings = Settings {
+                store,
+                namespace,
+                layout,
+                ttl,
+                tolerance,
+                bits,
+                owner_key,
+                preferred_slot,
+                acquire_timeout,
+                max_wait,
+                backwards_wait,
+                on_fork,
+            }
+            .host(py)?;
+            let layout = settings.config().layout;
+            let holder = Arc::new(Holder::new(settings));
+            // Started now: a full namespace or an unreachable store fails here, not at the first id.
+            detached(py, &holder, |h| h.runtime().map(drop))?;
+            process::register(&holder);
+            Ok(PyRuntime { holder, layout })
+        })
     }
 
     /// Issues one id. Waits (with the GIL released) when the current millisecond's sequence is used up or the
     /// lease window needs a renewal; raises a ``CosidError`` subclass when it cannot issue.
     fn next_id(&self, py: Python<'_>) -> PyResult<u64> {
-        if !process::forked() {
-            if let Some(rt) = self.cell.runtime.load().as_deref() {
-                if let Some(id) = rt.try_next_id() {
-                    return Ok(id.as_u64());
-                }
+        crate::guard(py, || {
+            if let Some(id) = self.holder.try_next_id() {
+                return Ok(id.as_u64());
             }
-        }
-        let rt = self.runtime(py)?;
-        py.detach(|| rt.next_id())
-            .map(Id::as_u64)
-            .map_err(|e| from_core(py, &e))
+            detached(py, &self.holder, Holder::next_id).map(Id::as_u64)
+        })
     }
 
     /// ``n`` ids (``0 <= n <= 10_000_000``), in increasing order, as a list of ints.
@@ -99,12 +83,10 @@ impl PyRuntime {
         py: Python<'py>,
         n: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyList>> {
-        let n = args::count(n)?;
-        let rt = self.runtime(py)?;
-        let ids = py
-            .detach(|| rt.next_ids(n))
-            .map_err(|e| from_core(py, &e))?;
-        crate::id_list(py, &ids)
+        crate::guard(py, || {
+            let ids = crate::fill(py, &self.holder, args::count(n)?)?;
+            crate::id_list(py, &ids)
+        })
     }
 
     /// Like ``next_ids``, as an ``array.array('Q')``.
@@ -113,55 +95,49 @@ impl PyRuntime {
         py: Python<'py>,
         n: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let n = args::count(n)?;
-        let rt = self.runtime(py)?;
-        let ids = py
-            .detach(|| rt.next_ids(n))
-            .map_err(|e| from_core(py, &e))?;
-        crate::id_array(py, &ids)
+        crate::guard(py, || {
+            let ids = crate::fill(py, &self.holder, args::count(n)?)?;
+            crate::id_array(py, &ids)
+        })
     }
 
     /// Seals the runtime (no id is returned after this starts), releases its slot with the exact last timestamp
     /// and stops its thread. Returns that timestamp (Unix ms), or ``None`` if no id was issued or it was already
-    /// closed. Calling it again does nothing.
+    /// closed. Calling it again does nothing; later id calls raise ``ClosedError``.
     fn shutdown(&self, py: Python<'_>) -> PyResult<Option<u64>> {
-        process::not_on_keeper("Runtime.shutdown()")?;
-        if self.cell.pid != std::process::id() {
-            self.cell.abandon();
-            return Ok(None);
-        }
-        Ok(self
-            .cell
-            .runtime
-            .swap(None)
-            .and_then(|rt| process::shutdown(py, rt)))
+        crate::guard(py, || detached(py, &self.holder, Holder::shutdown))
     }
 
-    /// Whether the runtime was shut down (or abandoned in a forked child).
+    /// Whether the runtime cannot issue ids in this process now (shut down, or copied into a forked child that
+    /// has not started its own).
     #[getter]
     fn closed(&self) -> bool {
-        self.cell.runtime.load().is_none() || self.cell.pid != std::process::id()
+        !self.holder.is_running()
     }
 
     /// The layout of this runtime's ids.
     #[getter]
     fn layout(&self) -> PyLayout {
-        PyLayout {
-            inner: self.cell.layout,
-        }
+        PyLayout { inner: self.layout }
     }
 
     /// The lease and state now, as a dict (``cosid.Runtime.status()`` wraps it in ``cosid.Status``).
     fn _status<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let rt = self.runtime(py)?;
-        crate::status_dict(py, &rt.status())
+        crate::guard(py, || {
+            let status = detached(py, &self.holder, Holder::status)?;
+            crate::status_dict(py, &status)
+        })
     }
 
-    /// Calls ``callback(event)`` for every later event of this runtime (on its keeper thread).
+    /// Calls ``callback(event)`` for every later event of this runtime (on its keeper thread), and of the runtime
+    /// that replaces it in a forked child.
     fn _subscribe(&self, py: Python<'_>, callback: Py<PyAny>) -> PyResult<()> {
-        let rt = self.runtime(py)?;
-        rt.subscribe(move |e| deliver(Target::Callback(&callback), e));
-        Ok(())
+        crate::guard(py, || {
+            let callback = Arc::new(callback);
+            detached(py, &self.holder, move |h| {
+                h.subscribe(Arc::new(move |e| deliver(Target::Callback(&callback), e)))
+            })
+        })
     }
 
     fn __enter__(slf: Bound<'_, Self>) -> Bound<'_, Self> {
@@ -177,24 +153,18 @@ impl PyRuntime {
 
 impl Drop for PyRuntime {
     fn drop(&mut self) {
-        let Some(rt) = self.cell.runtime.swap(None) else {
-            return;
-        };
-        if self.cell.pid != std::process::id() {
-            self.cell.runtime.store(Some(rt));
-            self.cell.abandon();
-            return;
-        }
+        // Through the holder, which in a forked child retires the parent's runtime without touching its lease
+        // (dropping that runtime here would release the parent's slot).
+        let holder = self.holder.clone();
+        let shutdown = move || drop(holder.shutdown());
         if std::thread::current().name() == Some("cosid-keeper") {
             // Dropped from an event callback: shutting down here would join this very thread, so another thread
             // does it once the callback has returned.
             let _ = std::thread::Builder::new()
                 .name("cosid-shutdown".into())
-                .spawn(move || rt.shutdown());
+                .spawn(shutdown);
             return;
         }
-        Python::attach(|py| {
-            process::shutdown(py, rt);
-        });
+        Python::attach(|py| py.detach(shutdown));
     }
 }

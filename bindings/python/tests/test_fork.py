@@ -5,6 +5,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import pickle
+from pathlib import Path
 from typing import List, Tuple
 
 import pytest
@@ -97,23 +98,25 @@ def test_os_fork_directly(store: str) -> None:
 
 def use_parents_runtime(queue: "multiprocessing.Queue[Tuple]", rt: cosid.Runtime) -> None:
     try:
-        rt.next_id()
-        queue.put(("issued", None, None))
+        ids = rt.next_ids(100)
+        queue.put(("issued", rt.status().slot, ids))
     except cosid.CosidError as e:
         queue.put((type(e).__name__, e.code, str(e)))
-    rt.shutdown()  # must not release the parent's lease
+    rt.shutdown()  # releases the child's own slot, never the parent's lease
     queue.put(("closed", rt.closed, None))
 
 
-def test_an_explicit_runtime_is_closed_in_the_child(store: str) -> None:
+def test_an_explicit_runtime_takes_a_slot_of_its_own_in_the_child(store: str) -> None:
     with cosid.Runtime(store=store, namespace="explicit-fork") as rt:
         before = rt.status()
+        parent_ids = rt.next_ids(100)
         queue = fork.Queue()
         child = fork.Process(target=use_parents_runtime, args=(queue, rt))
         child.start()
-        name, code, message = queue.get(timeout=60)
-        assert (name, code) == ("ClosedError", "CLOSED"), message
-        assert "fork" in message and "create a new cosid.Runtime" in message
+        name, slot, ids = queue.get(timeout=60)
+        assert name == "issued", (slot, ids)
+        assert slot != before.slot and {rt.parse(i).slot for i in ids} == {slot}
+        assert not set(ids) & set(parent_ids + rt.next_ids(100))
         assert queue.get(timeout=60) == ("closed", True, None)
         child.join(timeout=60)
         assert child.exitcode == 0
@@ -205,12 +208,8 @@ def test_a_fork_that_skips_pythons_fork_hooks(store: str) -> None:
         try:
             os.close(read)
             ids = [cosid.next_id() for _ in range(100)]
-            try:
-                rt.next_id()
-                explicit = "issued"
-            except cosid.ClosedError:
-                explicit = "closed"
-            os.write(write, pickle.dumps((cosid.status().slot, explicit, ids)))
+            explicit = [rt.next_id() for _ in range(100)]
+            os.write(write, pickle.dumps((cosid.status().slot, (rt.status().slot, explicit), ids)))
             code = 0
         finally:
             os._exit(code)
@@ -220,6 +219,64 @@ def test_a_fork_that_skips_pythons_fork_hooks(store: str) -> None:
     os.waitpid(pid, 0)
     assert slot not in parent_slots
     assert {cosid.parse(i).slot for i in ids} == {slot}
-    assert explicit == "closed"
-    assert not set(ids) & set(parent_ids + cosid.next_ids(100))
+    # The explicit runtime too took a slot of its own in the child.
+    explicit_slot, explicit_ids = explicit
+    assert explicit_slot not in parent_slots | {slot}
+    assert {cosid.parse(i).slot for i in explicit_ids} == {explicit_slot}
+    assert not set(ids + explicit_ids) & set(parent_ids + cosid.next_ids(100) + [rt.next_id()])
     rt.shutdown()
+
+
+@pytest.mark.parametrize("slot_store", ["memory:", "manual:3", "static:4"])
+def test_a_child_of_a_store_that_cannot_give_it_a_slot_gets_forked_error(slot_store: str) -> None:
+    """On memory: (the parent's only), manual: and static: without a state file (a fixed slot the parent holds), a
+    forked child has no slot of its own: it raises ForkedError instead of issuing the parent's ids again (it used
+    to re-lease slot 0 of a fresh memory store, or reuse the fixed slot: tens of thousands of repeated ids)."""
+    cosid.configure(store=slot_store, namespace="forked")
+    parent_ids = cosid.next_ids(100)
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            os.close(read)
+            outcome = []
+            for call in (cosid.next_id, lambda: cosid.next_ids(10)):
+                try:
+                    outcome.append(("issued", call()))
+                except cosid.CosidError as e:
+                    outcome.append((type(e).__name__, e.code, str(e)))
+            os.write(write, pickle.dumps(outcome))
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(write)
+    with os.fdopen(read, "rb") as f:
+        outcome = pickle.loads(f.read())
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    for result in outcome:
+        assert result[:2] == ("ForkedError", "FORKED"), result
+        assert "fork" in result[2]
+    # The parent is untouched and keeps issuing on its slot.
+    assert cosid.next_id() > parent_ids[-1]
+
+
+@pytest.mark.parametrize("slot_store", ["static:3?state_file={dir}/state", "manual:5", "static:ordinal"])
+def test_static_and_manual_slots_are_accepted(slot_store: str, tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("HOSTNAME", "web-7")
+    store = slot_store.replace("{dir}", str(tmp_path))
+    expected = {"static:3": 3, "manual:5": 5, "static:ordinal": 7}[store.split("?")[0]]
+    with cosid.Runtime(store=store, namespace="static") as rt:
+        assert rt.status().slot == expected
+        assert rt.parse(rt.next_id()).slot == expected
+    cosid.configure(store=store, namespace="static")
+    assert cosid.parse(cosid.next_id()).slot == expected
+
+
+def test_js_safe_layout_without_bits() -> None:
+    """Slot bits follow the layout: js-safe has 5, so the default 10 is not forced onto it."""
+    with cosid.Runtime(store="memory:", layout="js-safe") as rt:
+        assert rt.next_id() < 2**53
+    cosid.configure(store="memory:", layout="js-safe")
+    assert cosid.next_id() < 2**53

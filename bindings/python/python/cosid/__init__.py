@@ -12,8 +12,9 @@ directory). The runtime leases an exclusive time window on a slot from the store
 every id is checked against that window, so no two processes ever issue the same id.
 
 It is safe from many threads at once and across ``os.fork()``: a forked child (multiprocessing, gunicorn, Celery)
-never issues ids on its parent's slot; it acquires its own lease on first use. A normal interpreter exit releases
-the slot.
+never issues ids on its parent's slot; on a shared store it acquires its own lease on first use, and on a store
+that cannot give it one (``memory:``, ``manual:``, ``static:`` without a state file) it raises
+:class:`ForkedError`. A normal interpreter exit releases the slot.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from ._cosid import (
     to_friendly,
 )
 from ._errors import (
+    AlreadyInitializedError,
     BeforeWindowError,
     ClockMovedBackwardsError,
     ClosedError,
@@ -44,11 +46,17 @@ from ._errors import (
     CorruptRecordError,
     CosidError,
     ExhaustedError,
+    ForkedError,
+    InternalError,
     InvalidIdError,
     LayoutError,
     NamespaceMismatchError,
+    PanicError,
+    ReentrantError,
     SlotLostError,
+    StateFileError,
     StoreError,
+    StoreRegressionError,
     StoreUnavailableError,
     WindowClosedError,
 )
@@ -92,6 +100,13 @@ __all__ = [
     "ConfigError",
     "LayoutError",
     "InvalidIdError",
+    "ForkedError",
+    "ReentrantError",
+    "AlreadyInitializedError",
+    "StateFileError",
+    "StoreRegressionError",
+    "PanicError",
+    "InternalError",
 ]
 
 Duration = Union[int, float, str, timedelta]
@@ -107,10 +122,11 @@ def configure(
     tolerance: Optional[Duration] = None,
     bits: Optional[int] = None,
     owner_key: Optional[str] = None,
-    preferred_slot: Optional[int] = None,
+    preferred_slot: Optional[Union[int, str]] = None,
     acquire_timeout: Optional[Duration] = None,
     max_wait: Optional[Duration] = None,
     backwards_wait: Optional[Duration] = None,
+    on_fork: Optional[str] = None,
 ) -> None:
     """Sets the settings of the process-wide runtime behind :func:`next_id`.
 
@@ -120,20 +136,26 @@ def configure(
     released); the next id starts a new one with these settings, so configuring stays lazy: a process that
     configures and then forks (gunicorn ``--preload``) holds no slot it does not use.
 
-    :param store: store URL: ``sqlite:///path/leases.db``, ``memory:`` (this process only), ``redis://...``.
+    :param store: store URL: ``sqlite:///path/leases.db``, ``memory:`` (this process only), ``redis://...``,
+        ``postgres://...``, ``mysql://...``, ``etcd://host:port``; or a slot without a store:
+        ``static:3?state_file=/var/lib/app/cosid.state``, ``static:ordinal`` (a StatefulSet's ordinal),
+        ``manual:3``.
     :param namespace: the namespace (ids are unique within it); default ``"default"``.
     :param layout: ``"millis"`` (default), ``"seconds"``, ``"js-safe"`` or a :class:`Layout`.
     :param ttl: lease length; default 30 s. Durations are seconds (``0.5``), a string (``"30s"``, ``"500ms"``)
         or a ``timedelta``.
     :param tolerance: how far past expiry a holder may issue; default 1 s.
-    :param bits: slot bits of the namespace (``2**bits`` slots); default 10.
+    :param bits: slot bits of the namespace (``2**bits`` slots); default 10, or the layout's slot bits if fewer
+        (5 for ``"js-safe"``).
     :param owner_key: the owner key; default ``"host:pid"``.
-    :param preferred_slot: a slot to take if it is free (a StatefulSet ordinal, say).
+    :param preferred_slot: a slot to take if it is free, or ``"ordinal"`` for a StatefulSet's ordinal.
     :param acquire_timeout: how long start-up retries an exhausted namespace or an unreachable store; default the
         ttl.
     :param max_wait: how long an id call waits for a renewal or for the clock to pass the window's floor;
         default 2 s.
     :param backwards_wait: how far a stepped-back wall clock is waited out; default 0.5 s.
+    :param on_fork: what a forked child does: ``"reacquire"`` (default: a slot of its own on a shared store) or
+        ``"error"`` (:class:`ForkedError` until configured again).
     """
     _cosid.configure(
         store=store,
@@ -147,14 +169,15 @@ def configure(
         acquire_timeout=acquire_timeout,
         max_wait=max_wait,
         backwards_wait=backwards_wait,
+        on_fork=on_fork,
     )
 
 
 def shutdown() -> Optional[int]:
     """Shuts the process-wide runtime down now: seals it (no id is returned after this starts), releases its slot
     with the exact last timestamp, and stops its thread. Returns that timestamp (Unix ms), or ``None`` if none was
-    issued or no runtime was running. The next :func:`next_id` starts a new runtime. Interpreter exit does this by
-    itself."""
+    issued or no runtime was running. Later id calls raise :class:`ClosedError` until :func:`configure` is called
+    again (the same rule in every language). Interpreter exit does this by itself."""
     return _cosid.shutdown()
 
 
@@ -190,8 +213,9 @@ class Runtime(_cosid.Runtime):
         with cosid.Runtime(store="sqlite:///var/lib/app/leases.db", namespace="orders") as rt:
             order_id = rt.next_id()
 
-    In a child forked from the process that created it, a ``Runtime`` is abandoned (its lease stays the
-    parent's) and every call raises :class:`ClosedError`; create a new one in the child.
+    In a child forked from the process that created it, a ``Runtime`` never issues on its parent's slot: on a
+    shared store it acquires a slot of its own at its first call; on ``memory:``, ``manual:`` or ``static:``
+    without a state file it raises :class:`ForkedError`.
     """
 
     def status(self) -> Status:
@@ -245,5 +269,9 @@ def _after_fork_in_child() -> None:
 
 
 if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_after_fork_in_child)
+    # No store I/O in flight across the fork (a child that inherits SQLite's locks held would hang), and a new
+    # fork generation in the child: the policy is the core's (cosid::host::fork), these are only its hooks.
+    os.register_at_fork(
+        before=_cosid._fork_prepare, after_in_parent=_cosid._fork_parent, after_in_child=_after_fork_in_child
+    )
 atexit.register(_cosid._at_exit)

@@ -19,6 +19,13 @@ __all__ = [
     "ConfigError",
     "LayoutError",
     "InvalidIdError",
+    "ForkedError",
+    "ReentrantError",
+    "AlreadyInitializedError",
+    "StateFileError",
+    "StoreRegressionError",
+    "PanicError",
+    "InternalError",
 ]
 
 
@@ -57,10 +64,32 @@ class ClockMovedBackwardsError(CosidError):
 
 
 class ClosedError(CosidError):
-    """The runtime was shut down, the interpreter is exiting, or this is a forked child using its parent's
-    explicit ``cosid.Runtime``."""
+    """The runtime was shut down (by :func:`cosid.shutdown`, ``Runtime.shutdown()`` or interpreter exit). It stays
+    closed until :func:`cosid.configure` is called again."""
 
     code = "CLOSED"
+
+
+class ForkedError(CosidError):
+    """This process is a fork of the runtime's owner and cannot take a slot of its own: the store is ``memory:``
+    (the parent's only), ``manual:`` or ``static:`` without a state file (a fixed slot the parent holds), or the
+    fork policy is ``on_fork="error"``. The child never issues on its parent's slot; configure it again (another
+    store or slot) to issue ids."""
+
+    code = "FORKED"
+
+
+class ReentrantError(CosidError, RuntimeError):
+    """Called from one of the runtime's own event callbacks (which run on the runtime's thread, or during its
+    start), which the call would have to wait for. Call it from another thread. Also a ``RuntimeError``."""
+
+    code = "REENTRANT"
+
+
+class AlreadyInitializedError(CosidError):
+    """The runtime is running, so its settings can no longer change."""
+
+    code = "ALREADY_INITIALIZED"
 
 
 class ExhaustedError(CosidError):
@@ -92,6 +121,31 @@ class CorruptRecordError(StoreError):
     """A record in the store breaks the protocol's invariants; it is refused, never read as absent."""
 
     code = "CORRUPT_RECORD"
+
+
+class StateFileError(StoreError):
+    """A static slot's state file is locked by another process, corrupt, or cannot be written."""
+
+    code = "STATE_FILE"
+
+
+class StoreRegressionError(StoreError):
+    """The store lost or rolled back writes (a restart without its data, a restored backup)."""
+
+    code = "STORE_REGRESSION"
+
+
+class PanicError(CosidError):
+    """A bug in cosid: a Rust panic, caught where the call entered the library. Please report it with its
+    message."""
+
+    code = "PANIC"
+
+
+class InternalError(CosidError):
+    """A bug in cosid: an internal invariant failed."""
+
+    code = "INTERNAL"
 
 
 class ConfigError(CosidError, ValueError):
@@ -130,5 +184,12 @@ BY_CODE: Dict[str, Type[CosidError]] = {
         ConfigError,
         LayoutError,
         InvalidIdError,
+        ForkedError,
+        ReentrantError,
+        AlreadyInitializedError,
+        StateFileError,
+        StoreRegressionError,
+        PanicError,
+        InternalError,
     )
 }
