@@ -51,8 +51,9 @@ export declare class Runtime {
 export declare function closeAll(): void
 
 /**
- * Settings for the process-wide runtime, over the `COSID_*` environment: call it before the first id. Throws
- * `CONFIG` once the runtime has started, and for any invalid setting.
+ * Settings for the process-wide runtime, over the `COSID_*` environment: call it before the first id (or after
+ * `shutdown()`, to start again). Throws `ALREADY_INITIALIZED` while the runtime runs, `CONFIG` for any invalid
+ * setting.
  */
 export declare function configure(options?: Options): void
 
@@ -181,8 +182,9 @@ export declare function onEvent(callback: (event: CosidEvent) => void): () => vo
 /** The options of `configure()` and `Runtime.create()`. Each overrides its `COSID_*` variable. */
 export interface Options {
   /**
-   * Store URL: `'sqlite:///path/leases.db'`, `'memory:'`, `'redis://...'`, ... (`COSID_STORE`; default: an
-   * SQLite file in the user's state directory).
+   * Store: `'sqlite:///path/leases.db'`, `'memory:'`, `'redis://...'`, `'postgres://...'`, `'mysql://...'`,
+   * `'etcd://host:port'`, or a slot without a store: `'static:3?state_file=/path'`, `'static:ordinal'`,
+   * `'manual:3'` (`COSID_STORE`; default: an SQLite file in the user's state directory).
    */
   store?: string
   /** Namespace name (`COSID_NAMESPACE`; default `'default'`). */
@@ -193,12 +195,12 @@ export interface Options {
   ttl?: number | string
   /** How far past expiry a holder may issue (`COSID_TOLERANCE`; default 1 s). */
   tolerance?: number | string
-  /** Slot bits of the namespace (`COSID_BITS`; default 10, at most the layout's slot bits). */
+  /** Slot bits of the namespace (`COSID_BITS`; default 10, or the layout's slot bits if fewer). */
   bits?: number
   /** Owner key (`COSID_OWNER_KEY`; default `host:pid`). */
   ownerKey?: string
-  /** A slot to take if it is free (`COSID_PREFERRED_SLOT`). */
-  preferredSlot?: number
+  /** A slot to take if it is free, or `'ordinal'` for a StatefulSet's ordinal (`COSID_PREFERRED_SLOT`). */
+  preferredSlot?: number | 'ordinal'
   /**
    * How long the start retries an exhausted namespace or unreachable store (`COSID_ACQUIRE_TIMEOUT`;
    * default: the ttl).
@@ -211,6 +213,11 @@ export interface Options {
   maxWait?: number | string
   /** How far back a stepped clock is waited out (`COSID_BACKWARDS_WAIT`; default 500 ms). */
   backwardsWait?: number | string
+  /**
+   * What a forked child does (`COSID_ON_FORK`; default `'reacquire'`). Node does not fork, but the setting is
+   * the same in every language.
+   */
+  onFork?: 'reacquire' | 'error'
 }
 
 /**
@@ -227,15 +234,18 @@ export declare function ready(): Promise<void>
 
 /**
  * Closes the process-wide runtime off the event loop: seals it (no id is issued once this starts), then
- * releases its slot. Resolves to the last millisecond used, or `null`. Later id calls throw `CLOSED`; the
- * runtime does not start again in this process.
+ * releases its slot. Resolves to the last millisecond used, or `null`. Later id calls throw `CLOSED` until
+ * `configure()` is called again (the rule of every language).
  */
 export declare function shutdown(): Promise<number | null>
 
 /** `shutdown()`, blocking. */
 export declare function shutdownSync(): number | null
 
-/** The process-wide runtime's lease and state, or `null` if it has not started. */
+/**
+ * The process-wide runtime's lease and state (state `'CLOSED'` after `shutdown()`), or `null` if it has not
+ * started.
+ */
 export declare function status(): Status | null
 
 /** A runtime's lease and state at one moment. Times are Unix milliseconds on the store's clock. */

@@ -4,8 +4,9 @@
 //! a wrong value is the core's error for that value (`INVALID_ID`, `CONFIG`, `LAYOUT`).
 
 use crate::errors::{coded, invalid, range_error, type_error, OrThrow, Thrown};
-use cosid::config::{parse_duration, parse_layout};
-use cosid::{Config, Id, Layout, Tick};
+use cosid::config::parse_layout;
+use cosid::host::{self, Kind, Settings, Value};
+use cosid::{Id, Layout, Tick};
 use napi::bindgen_prelude::{BigInt, FromNapiValue, Object, Unknown};
 use napi::{Env, ValueType};
 use std::time::Duration;
@@ -16,21 +17,6 @@ pub const MAX_SAFE_INTEGER: f64 = 9_007_199_254_740_991.0;
 /// The most ids one `nextIds(n)` call returns: at the default layout's cap this is about a quarter of a second
 /// of ids, so one call never holds the event loop for long.
 pub const MAX_BATCH: u32 = 1 << 20;
-
-/// The options `configure()` and `Runtime.create()` accept.
-pub const OPTION_NAMES: &[&str] = &[
-    "store",
-    "namespace",
-    "layout",
-    "ttl",
-    "tolerance",
-    "bits",
-    "ownerKey",
-    "preferredSlot",
-    "acquireTimeout",
-    "maxWait",
-    "backwardsWait",
-];
 
 const LAYOUT_FIELDS: &[&str] = &["epoch", "tick", "timestampBits", "slotBits", "sequenceBits"];
 
@@ -171,103 +157,58 @@ pub fn count(env: &Env, v: &Unknown) -> Result<usize, Thrown> {
     Ok(n as usize)
 }
 
-/// The `COSID_*` environment's settings, with [`fit_bits`] applied.
-pub fn env_settings() -> Result<Config, cosid::Error> {
-    let mut settings = Config::from_env()?;
-    fit_bits(&mut settings, false);
-    Ok(settings)
-}
-
-/// The settings of `configure()` and `Runtime.create()`: the environment's, overridden by `options`.
-pub fn settings(env: &Env, options: Option<&Unknown>) -> Result<Config, Thrown> {
-    let mut settings = Config::from_env().or_throw()?;
-    let bits_given = apply_options(env, options, &mut settings)?;
-    fit_bits(&mut settings, bits_given);
-    Ok(settings)
-}
-
-/// Checks everything about `settings` that can be checked without the store: the values against each other,
-/// the namespace name and the store URL's form.
-pub fn check(settings: &Config) -> Result<(), cosid::Error> {
-    settings.validate()?;
-    cosid::lease::Namespace::new(settings.namespace.clone())?;
-    if let Some(url) = &settings.store {
-        cosid::store::StoreUrl::parse(url)?;
-    }
-    Ok(())
-}
-
-/// With no `bits` given (option or `COSID_BITS`), a layout with fewer slot bits than the default 10 (`'js-safe'`
-/// has 5) gets all of them, rather than a refusal of the default.
-fn fit_bits(settings: &mut Config, bits_given: bool) {
-    let from_env = std::env::var("COSID_BITS").is_ok_and(|v| !v.is_empty());
-    if !bits_given && !from_env {
-        settings.bits = settings.bits.min(settings.layout.slot_bits());
-    }
-}
-
-/// Applies an options object (`undefined` and `null` are no options) on top of `settings`. Returns whether it
-/// set `bits`.
-fn apply_options(
-    env: &Env,
-    options: Option<&Unknown>,
-    settings: &mut Config,
-) -> Result<bool, Thrown> {
+/// The settings of `configure()` and `Runtime.create()`: the environment's, overridden by `options`, each option
+/// handed to the core's one settings table ([`cosid::host::Settings`]) by its camelCase name. Node converts types
+/// only: a string is read by the table's parser, a number is milliseconds for a duration, a whole number for a
+/// count or slot; a layout may also be an object.
+pub fn settings(env: &Env, options: Option<&Unknown>) -> Result<Settings, Thrown> {
+    let mut settings = Settings::from_env().or_throw()?;
     let Some(options) = options.filter(|v| !is_nullish(v)) else {
-        return Ok(false);
+        settings.validate().or_throw()?;
+        return Ok(settings);
     };
     let obj = object(env, "options", options)?;
     for key in Object::keys(&obj).or_throw()? {
-        if !OPTION_NAMES.contains(&key.as_str()) {
+        let Some(setting) = host::setting(&key).filter(|s| s.js == key) else {
+            let names: Vec<_> = host::SETTINGS.iter().map(|s| s.js).collect();
             return Err(invalid(
                 "option",
                 key,
-                format!("one of {}", OPTION_NAMES.join(", ")),
+                format!("one of {}", names.join(", ")),
             ));
-        }
-    }
-    let get = |key: &str| -> Result<Option<Unknown>, Thrown> {
-        Ok(obj
-            .get::<Unknown>(key)
+        };
+        let Some(v) = obj
+            .get::<Unknown>(&key)
             .or_throw()?
-            .filter(|v| !is_nullish(v)))
-    };
-    if let Some(v) = get("store")? {
-        settings.store = Some(string(env, "options.store", &v)?);
+            .filter(|v| !is_nullish(v))
+        else {
+            continue;
+        };
+        let what = format!("options.{key}");
+        let is_string = v.get_type().or_throw()? == ValueType::String;
+        let text = if is_string {
+            Some(read::<String>(&v)?)
+        } else {
+            None
+        };
+        let value = match (setting.kind, &text) {
+            (_, Some(t)) => Value::Text(t),
+            (Kind::Layout, None) => Value::Layout(layout(env, &what, &v)?),
+            (Kind::Duration, None) => Value::Duration(duration(env, setting.key, &v)?),
+            (Kind::Number | Kind::Slot, None) => {
+                Value::Number(integer(env, setting.key, &v, u64::from(u32::MAX))?)
+            }
+            (Kind::Store | Kind::Text | Kind::OnFork, None) => {
+                return Err(type_error(
+                    env,
+                    &format!("{what} must be a string, {}", got(&v)),
+                ))
+            }
+        };
+        settings.set_value(setting.key, value).or_throw()?;
     }
-    if let Some(v) = get("namespace")? {
-        settings.namespace = string(env, "options.namespace", &v)?;
-    }
-    if let Some(v) = get("layout")? {
-        settings.layout = layout(env, "options.layout", &v)?;
-    }
-    if let Some(v) = get("ttl")? {
-        settings.ttl = duration(env, "ttl", &v)?;
-    }
-    if let Some(v) = get("tolerance")? {
-        settings.tolerance = duration(env, "tolerance", &v)?;
-    }
-    let bits = get("bits")?;
-    if let Some(v) = &bits {
-        settings.bits = integer(env, "bits", v, 63)? as u8;
-    }
-    if let Some(v) = get("ownerKey")? {
-        settings.owner_key = Some(string(env, "options.ownerKey", &v)?);
-    }
-    if let Some(v) = get("preferredSlot")? {
-        settings.preferred_slot =
-            Some(integer(env, "preferredSlot", &v, u64::from(u32::MAX))? as u32);
-    }
-    if let Some(v) = get("acquireTimeout")? {
-        settings.acquire_timeout = Some(duration(env, "acquireTimeout", &v)?);
-    }
-    if let Some(v) = get("maxWait")? {
-        settings.waits.window = duration(env, "maxWait", &v)?;
-    }
-    if let Some(v) = get("backwardsWait")? {
-        settings.waits.backwards = duration(env, "backwardsWait", &v)?;
-    }
-    Ok(bits.is_some())
+    settings.validate().or_throw()?;
+    Ok(settings)
 }
 
 fn object<'a>(env: &Env, what: &str, v: &Unknown<'a>) -> Result<Object<'a>, Thrown> {
@@ -280,32 +221,26 @@ fn object<'a>(env: &Env, what: &str, v: &Unknown<'a>) -> Result<Object<'a>, Thro
     read::<Object>(v)
 }
 
-/// A duration: a number of milliseconds, or a string with a unit (`'30s'`, `'500ms'`).
+/// A duration given as a number of milliseconds (a string goes to the settings table's parser).
 fn duration(env: &Env, setting: &str, v: &Unknown) -> Result<Duration, Thrown> {
-    match v.get_type().or_throw()? {
-        ValueType::Number => {
-            let n = read::<f64>(v)?;
-            if n.fract() != 0.0 || !(0.0..=MAX_SAFE_INTEGER).contains(&n) {
-                return Err(invalid(
-                    setting,
-                    js_number(n),
-                    "a whole, non-negative number of milliseconds or a string like '30s'",
-                ));
-            }
-            Ok(Duration::from_millis(n as u64))
-        }
-        ValueType::String => {
-            let s = read::<String>(v)?;
-            parse_duration(setting, &s).or_throw()
-        }
-        _ => Err(type_error(
+    if v.get_type().or_throw()? != ValueType::Number {
+        return Err(type_error(
             env,
             &format!(
                 "options.{setting} must be a number of milliseconds or a duration string like '30s', {}",
                 got(v)
             ),
-        )),
+        ));
     }
+    let n = read::<f64>(v)?;
+    if n.fract() != 0.0 || !(0.0..=MAX_SAFE_INTEGER).contains(&n) {
+        return Err(invalid(
+            setting,
+            js_number(n),
+            "a whole, non-negative number of milliseconds or a string like '30s'",
+        ));
+    }
+    Ok(Duration::from_millis(n as u64))
 }
 
 /// A whole number from 0 to `max`.

@@ -6,6 +6,7 @@
 //! is a `TypeError` (code `'ERR_INVALID_ARG_TYPE'`), a number out of range a `RangeError` (code
 //! `'ERR_OUT_OF_RANGE'`), as Node's own functions do.
 
+use cosid::host::{ErrorCode, HostError};
 use napi::{Env, Status};
 use std::borrow::Cow;
 
@@ -41,7 +42,45 @@ pub fn coded(code: &'static str, message: impl ToString) -> Thrown {
 
 /// The JavaScript form of a core error.
 pub fn from_cosid(e: cosid::Error) -> Thrown {
-    coded(e.code(), e)
+    coded(js_code(ErrorCode::of(&e)), e)
+}
+
+/// The JavaScript form of a host-layer error.
+pub fn from_host(e: HostError) -> Thrown {
+    coded(js_code(e.code), e.message)
+}
+
+/// The `code` of each error. Exhaustive on purpose: a code added to the core does not build until Node has
+/// decided how to throw it (every one is an `Error` whose `code` is the core's name, as in every language).
+fn js_code(code: ErrorCode) -> &'static str {
+    match code {
+        ErrorCode::NullPointer
+        | ErrorCode::InvalidUtf8
+        | ErrorCode::InvalidArgument
+        | ErrorCode::BufferTooSmall
+        | ErrorCode::UnknownKey
+        | ErrorCode::StringTooLong
+        | ErrorCode::AlreadyInitialized
+        | ErrorCode::Reentrant
+        | ErrorCode::Config
+        | ErrorCode::Layout
+        | ErrorCode::InvalidId
+        | ErrorCode::SlotLost
+        | ErrorCode::WindowClosed
+        | ErrorCode::BeforeWindow
+        | ErrorCode::ClockMovedBackwards
+        | ErrorCode::Exhausted
+        | ErrorCode::NamespaceMismatch
+        | ErrorCode::Closed
+        | ErrorCode::Forked
+        | ErrorCode::StoreUnavailable
+        | ErrorCode::CorruptRecord
+        | ErrorCode::Store
+        | ErrorCode::StateFile
+        | ErrorCode::StoreRegression
+        | ErrorCode::Panic
+        | ErrorCode::Internal => code.name(),
+    }
 }
 
 /// An invalid setting, as the core words it (`invalid ttl = "-1": ...`), with code `'CONFIG'`.
@@ -71,6 +110,13 @@ impl<T> OrThrow<T> for Result<T, cosid::Error> {
     #[inline]
     fn or_throw(self) -> Result<T, Thrown> {
         self.map_err(from_cosid)
+    }
+}
+
+impl<T> OrThrow<T> for Result<T, HostError> {
+    #[inline]
+    fn or_throw(self) -> Result<T, Thrown> {
+        self.map_err(from_host)
     }
 }
 

@@ -1,122 +1,92 @@
 //! The process-wide runtime behind `nextId()`, and the registry of every runtime this process started.
 //!
-//! The addon is loaded once per process (every `worker_threads` worker gets the same library), so these statics
-//! are shared by all threads: workers share one runtime and one lease. `cluster` workers and child processes are
-//! other processes, each with its own runtime and slot.
+//! The process-wide runtime is the core's [`cosid::host::global`]: its lifecycle (lazy start, configure before
+//! start, closed after shutdown until configured again) and its re-entry rules are the same in every language.
+//! The addon is loaded once per process (every `worker_threads` worker gets the same library), so all threads
+//! share it and its lease. `cluster` workers and child processes are other processes, each with its own runtime.
 
-use crate::errors::{coded, OrThrow, Thrown};
+use crate::errors::{OrThrow, Thrown};
 use crate::events::Subscribers;
-use cosid::{Builder, Config, Error, Layout, Runtime};
-use std::sync::{Arc, LazyLock, Mutex, MutexGuard, OnceLock, Weak};
+use cosid::host::{self, Holder, HostError, Settings};
+use cosid::Layout;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, LazyLock, Mutex, MutexGuard, Once, Weak};
 
-/// Started on first use; never replaced (after `shutdown()` it stays closed and id calls fail with `CLOSED`).
-static RUNTIME: OnceLock<Arc<Runtime>> = OnceLock::new();
+/// Set when `shutdown()` closed a running process-wide runtime (whose last status `status()` still shows),
+/// cleared by `configure()`.
+static CLOSED: AtomicBool = AtomicBool::new(false);
 
-/// The settings `configure()` stored for the start. Held while starting, so one thread starts and the others
-/// wait for it.
-static CONFIG: Mutex<Option<Config>> = Mutex::new(None);
-
-/// Callbacks of `onEvent()`, kept across the start.
+/// Callbacks of `onEvent()`, kept across starts.
 pub static EVENTS: LazyLock<Arc<Subscribers>> = LazyLock::new(Default::default);
 
 /// Every explicit `Runtime` started in this process, for `closeAll()` at exit.
-static LIVE: Mutex<Vec<Weak<Runtime>>> = Mutex::new(Vec::new());
+static LIVE: Mutex<Vec<Weak<Holder>>> = Mutex::new(Vec::new());
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     // What these locks guard is replaced whole: a poisoned lock still holds consistent data.
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// The process-wide runtime, started now if it has not been.
+/// The process-wide runtime's holder.
 #[inline]
-pub fn runtime() -> Result<&'static Runtime, Error> {
-    match RUNTIME.get() {
-        Some(rt) => Ok(rt),
-        None => start(),
-    }
+pub fn holder() -> &'static Holder {
+    host::global()
 }
 
-/// The process-wide runtime if it has started.
-pub fn started() -> Option<&'static Runtime> {
-    RUNTIME.get().map(|rt| &**rt)
+/// Subscribes the `onEvent()` callbacks to the process-wide runtime, once: the holder passes them to every
+/// runtime it starts, the start-up events included.
+pub fn subscribe_events() -> Result<(), Thrown> {
+    static ONCE: Once = Once::new();
+    let mut result = Ok(());
+    ONCE.call_once(|| {
+        let listener = EVENTS.listener();
+        result = holder().subscribe(Arc::new(listener)).or_throw();
+    });
+    result
 }
 
-/// Starts the process-wide runtime from the `configure()` settings, or else from the `COSID_*` environment.
-/// Blocks while the lease is acquired; a failed start is not remembered, so the next call tries again.
-#[cold]
-pub fn start() -> Result<&'static Runtime, Error> {
-    let configured = lock(&CONFIG);
-    if let Some(rt) = RUNTIME.get() {
-        return Ok(rt);
-    }
-    let config = match &*configured {
-        Some(c) => c.clone(),
-        None => crate::args::env_settings()?,
-    };
-    // Subscribed before the start, so the callbacks see the start-up events too (ACQUIRED, and a
-    // DUPLICATE_OWNER_KEY or CLOCK_SKEW found then).
-    let rt = Builder::with_config(config)
-        .subscribe(EVENTS.listener())
-        .build()?;
-    let rt = RUNTIME.get_or_init(|| Arc::new(rt));
-    drop(configured);
-    Ok(rt)
-}
-
-/// Stores the settings for the start. Refused once the runtime has started: its lease and layout are fixed.
-pub fn configure(config: Config) -> Result<(), Thrown> {
-    let mut configured = lock(&CONFIG);
-    if let Some(rt) = RUNTIME.get() {
-        let status = rt.status();
-        return Err(coded(
-            "CONFIG",
-            format!(
-                "configure() came after the process-wide runtime started (namespace {:?}, slot {}): call it \
-                 before the first id or ready(), or use Runtime.create() for a runtime with other settings",
-                status.namespace, status.slot
-            ),
-        ));
-    }
-    crate::args::check(&config).or_throw()?;
-    *configured = Some(config);
+/// Stores the settings for the next start: `ALREADY_INITIALIZED` while the runtime runs (shut it down first).
+pub fn configure(settings: Settings) -> Result<(), Thrown> {
+    holder().configure(settings).or_throw()?;
+    CLOSED.store(false, Ordering::Release);
     Ok(())
 }
 
-/// The settings the process-wide runtime has or will start with.
-pub fn config() -> Result<Config, Error> {
-    match &*lock(&CONFIG) {
-        Some(c) => Ok(c.clone()),
-        None => crate::args::env_settings(),
-    }
+/// Whether the process-wide runtime has a status to show: running, or closed by `shutdown()`.
+pub fn has_status() -> bool {
+    holder().is_running() || CLOSED.load(Ordering::Acquire)
 }
 
 /// The layout of the process-wide runtime's ids: its own once started, else the one it will start with.
-pub fn layout() -> Result<Layout, Error> {
-    match RUNTIME.get() {
-        Some(rt) => Ok(*rt.layout()),
-        None => Ok(config()?.layout),
+pub fn layout() -> Result<Layout, HostError> {
+    let h = holder();
+    if h.is_running() {
+        h.layout()
+    } else {
+        h.settings().map(|s| s.config().layout)
     }
 }
 
+/// Closes the process-wide runtime; the last millisecond used.
+pub fn shutdown() -> Result<Option<f64>, Thrown> {
+    if holder().is_running() {
+        CLOSED.store(true, Ordering::Release);
+    }
+    Ok(holder().shutdown().or_throw()?.map(|ms| ms as f64))
+}
+
 /// Records an explicit runtime for [`close_all`]; forgets those already dropped.
-pub fn register(rt: &Arc<Runtime>) {
+pub fn register(rt: &Arc<Holder>) {
     let mut live = lock(&LIVE);
     live.retain(|w| w.strong_count() > 0);
     live.push(Arc::downgrade(rt));
-}
-
-/// Closes the process-wide runtime if it started; the last millisecond used.
-pub fn shutdown() -> Option<f64> {
-    started().and_then(|rt| rt.shutdown()).map(|ms| ms as f64)
 }
 
 /// Closes the process-wide runtime and every explicit runtime still open, releasing their slots.
 pub fn close_all() {
     let live: Vec<_> = std::mem::take(&mut *lock(&LIVE));
     for rt in live.iter().filter_map(Weak::upgrade) {
-        rt.shutdown();
+        rt.shutdown_at_exit();
     }
-    if let Some(rt) = RUNTIME.get() {
-        rt.shutdown();
-    }
+    holder().shutdown_at_exit();
 }

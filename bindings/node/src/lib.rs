@@ -12,10 +12,11 @@ mod guard;
 mod runtime;
 mod values;
 
-use crate::errors::{coded, from_cosid, type_error, OrThrow, Thrown};
+use crate::errors::{coded, from_host, type_error, OrThrow, Thrown};
 use crate::events::{CosidEvent, Subscribers};
 use crate::guard::{call, Guarded, Job};
 use crate::values::{ids_array, IdParts, LayoutInfo, Raw, StatusInfo};
+use cosid::host::Holder;
 use cosid::{Id, Layout};
 use napi::bindgen_prelude::{AsyncTask, Function, JsValue, Unknown};
 use napi::{Env, ValueType};
@@ -30,12 +31,9 @@ pub use runtime::Runtime;
 /// on first use: `await ready()` first to keep that off the event loop.
 #[napi]
 pub fn next_id() -> Result<u64, Thrown> {
-    call(|| match global::runtime() {
-        Ok(rt) => match rt.next_id() {
-            Ok(id) => Ok(id.as_u64()),
-            Err(e) => Err(from_cosid(e)),
-        },
-        Err(e) => Err(from_cosid(e)),
+    call(|| match global::holder().next_id() {
+        Ok(id) => Ok(id.as_u64()),
+        Err(e) => Err(from_host(e)),
     })
 }
 
@@ -43,7 +41,7 @@ pub fn next_id() -> Result<u64, Thrown> {
 #[napi(ts_return_type = "string")]
 pub fn next_id_string(env: Env) -> Result<Raw, Thrown> {
     call(|| {
-        let id = global::runtime().and_then(|rt| rt.next_id()).or_throw()?;
+        let id = global::holder().next_id().or_throw()?;
         values::decimal_string(&env, id)
     })
 }
@@ -52,7 +50,7 @@ pub fn next_id_string(env: Env) -> Result<Raw, Thrown> {
 /// exact numbers; any other layout throws `LAYOUT`.
 #[napi]
 pub fn next_id_number() -> Result<f64, Thrown> {
-    call(|| id_number(global::runtime().or_throw()?))
+    call(|| id_number(global::holder()))
 }
 
 /// `n` ids (0 to 1048576) in one `BigUint64Array`, in increasing order.
@@ -60,13 +58,12 @@ pub fn next_id_number() -> Result<f64, Thrown> {
 pub fn next_ids(env: Env, n: Unknown) -> Result<Raw, Thrown> {
     call(|| {
         let n = args::count(&env, &n)?;
-        let rt = global::runtime().or_throw()?;
-        ids_array(&env, rt, n)
+        ids_array(&env, global::holder(), n)
     })
 }
 
-pub(crate) fn id_number(rt: &cosid::Runtime) -> Result<f64, Thrown> {
-    let layout = rt.layout();
+pub(crate) fn id_number(rt: &Holder) -> Result<f64, Thrown> {
+    let layout = rt.layout().or_throw()?;
     if layout.total_bits() > 53 {
         return Err(coded(
             "LAYOUT",
@@ -80,8 +77,9 @@ pub(crate) fn id_number(rt: &cosid::Runtime) -> Result<f64, Thrown> {
     Ok(rt.next_id().or_throw()?.as_u64() as f64)
 }
 
-/// Settings for the process-wide runtime, over the `COSID_*` environment: call it before the first id. Throws
-/// `CONFIG` once the runtime has started, and for any invalid setting.
+/// Settings for the process-wide runtime, over the `COSID_*` environment: call it before the first id (or after
+/// `shutdown()`, to start again). Throws `ALREADY_INITIALIZED` while the runtime runs, `CONFIG` for any invalid
+/// setting.
 #[napi(ts_args_type = "options?: Options")]
 pub fn configure(env: Env, options: Option<Unknown>) -> Result<(), Thrown> {
     call(|| global::configure(args::settings(&env, options.as_ref())?))
@@ -103,7 +101,7 @@ impl Job for Ready {
     type JsValue = ();
 
     fn compute(&mut self) -> Result<(), Thrown> {
-        global::runtime().map(|_| ()).or_throw()
+        global::holder().runtime().map(drop).or_throw()
     }
 
     fn resolve(&mut self, _: &Env, (): ()) -> Result<(), Thrown> {
@@ -111,10 +109,16 @@ impl Job for Ready {
     }
 }
 
-/// The process-wide runtime's lease and state, or `null` if it has not started.
+/// The process-wide runtime's lease and state (state `'CLOSED'` after `shutdown()`), or `null` if it has not
+/// started.
 #[napi]
 pub fn status() -> Result<Option<StatusInfo>, Thrown> {
-    call(|| Ok(global::started().map(StatusInfo::of)))
+    call(|| {
+        if !global::has_status() {
+            return Ok(None);
+        }
+        Ok(Some(StatusInfo::of(global::holder().status().or_throw()?)))
+    })
 }
 
 /// How ids are laid out: the given layout's (a name or a layout object), or else the process-wide runtime's
@@ -141,7 +145,10 @@ fn layout_arg(env: &Env, layout: Option<&Unknown>) -> Result<Layout, Thrown> {
     ts_return_type = "() => void"
 )]
 pub fn on_event(env: Env, callback: Unknown) -> Result<Raw, Thrown> {
-    call(|| subscribe(&env, &global::EVENTS, &callback))
+    call(|| {
+        global::subscribe_events()?;
+        subscribe(&env, &global::EVENTS, &callback)
+    })
 }
 
 pub(crate) fn subscribe(
@@ -176,8 +183,8 @@ pub(crate) fn subscribe(
 }
 
 /// Closes the process-wide runtime off the event loop: seals it (no id is issued once this starts), then
-/// releases its slot. Resolves to the last millisecond used, or `null`. Later id calls throw `CLOSED`; the
-/// runtime does not start again in this process.
+/// releases its slot. Resolves to the last millisecond used, or `null`. Later id calls throw `CLOSED` until
+/// `configure()` is called again (the rule of every language).
 #[napi(ts_return_type = "Promise<number | null>")]
 pub fn shutdown() -> Result<AsyncTask<Guarded<Shutdown>>, Thrown> {
     call(|| Ok(AsyncTask::new(Guarded(Shutdown))))
@@ -192,7 +199,7 @@ impl Job for Shutdown {
     type JsValue = Option<f64>;
 
     fn compute(&mut self) -> Result<Option<f64>, Thrown> {
-        Ok(global::shutdown())
+        global::shutdown()
     }
 
     fn resolve(&mut self, _: &Env, output: Option<f64>) -> Result<Option<f64>, Thrown> {
@@ -203,7 +210,7 @@ impl Job for Shutdown {
 /// `shutdown()`, blocking.
 #[napi]
 pub fn shutdown_sync() -> Result<Option<f64>, Thrown> {
-    call(|| Ok(global::shutdown()))
+    call(global::shutdown)
 }
 
 /// Closes the process-wide runtime and every `Runtime` of this process that is still open, releasing their
@@ -271,8 +278,9 @@ pub fn from_base62(env: Env, text: Unknown) -> Result<u64, Thrown> {
 #[napi(object, object_to_js = false, object_from_js = false)]
 #[derive(Debug)]
 pub struct Options {
-    /// Store URL: `'sqlite:///path/leases.db'`, `'memory:'`, `'redis://...'`, ... (`COSID_STORE`; default: an
-    /// SQLite file in the user's state directory).
+    /// Store: `'sqlite:///path/leases.db'`, `'memory:'`, `'redis://...'`, `'postgres://...'`, `'mysql://...'`,
+    /// `'etcd://host:port'`, or a slot without a store: `'static:3?state_file=/path'`, `'static:ordinal'`,
+    /// `'manual:3'` (`COSID_STORE`; default: an SQLite file in the user's state directory).
     pub store: Option<String>,
     /// Namespace name (`COSID_NAMESPACE`; default `'default'`).
     pub namespace: Option<String>,
@@ -285,12 +293,13 @@ pub struct Options {
     /// How far past expiry a holder may issue (`COSID_TOLERANCE`; default 1 s).
     #[napi(ts_type = "number | string")]
     pub tolerance: Option<String>,
-    /// Slot bits of the namespace (`COSID_BITS`; default 10, at most the layout's slot bits).
+    /// Slot bits of the namespace (`COSID_BITS`; default 10, or the layout's slot bits if fewer).
     pub bits: Option<u32>,
     /// Owner key (`COSID_OWNER_KEY`; default `host:pid`).
     pub owner_key: Option<String>,
-    /// A slot to take if it is free (`COSID_PREFERRED_SLOT`).
-    pub preferred_slot: Option<u32>,
+    /// A slot to take if it is free, or `'ordinal'` for a StatefulSet's ordinal (`COSID_PREFERRED_SLOT`).
+    #[napi(ts_type = "number | 'ordinal'")]
+    pub preferred_slot: Option<String>,
     /// How long the start retries an exhausted namespace or unreachable store (`COSID_ACQUIRE_TIMEOUT`;
     /// default: the ttl).
     #[napi(ts_type = "number | string")]
@@ -302,6 +311,10 @@ pub struct Options {
     /// How far back a stepped clock is waited out (`COSID_BACKWARDS_WAIT`; default 500 ms).
     #[napi(ts_type = "number | string")]
     pub backwards_wait: Option<String>,
+    /// What a forked child does (`COSID_ON_FORK`; default `'reacquire'`). Node does not fork, but the setting is
+    /// the same in every language.
+    #[napi(ts_type = "'reacquire' | 'error'")]
+    pub on_fork: Option<String>,
 }
 
 /// A custom layout: `0 | timestamp | slot | sequence`, at most 63 bits. Missing fields take the `'millis'`

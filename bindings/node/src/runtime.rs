@@ -3,12 +3,12 @@
 //! Method calls cost more than the free functions (napi-rs unwraps `this` on every call), so the process-wide
 //! `nextId()` stays the fastest path; a `Runtime` is for control, not speed.
 
-use crate::errors::{from_cosid, OrThrow, Thrown};
+use crate::errors::{from_host, OrThrow, Thrown};
 use crate::events::Subscribers;
 use crate::guard::{call, Guarded, Job};
 use crate::values::{ids_array, IdParts, LayoutInfo, Raw, StatusInfo};
 use crate::{args, global};
-use cosid::{Builder, Config};
+use cosid::host::{Holder, Settings};
 use napi::bindgen_prelude::ObjectFinalize;
 use napi::bindgen_prelude::{AsyncTask, Unknown};
 use napi::Env;
@@ -20,7 +20,8 @@ use std::sync::Arc;
 #[napi(custom_finalize)]
 #[derive(Debug)]
 pub struct Runtime {
-    inner: Arc<cosid::Runtime>,
+    inner: Arc<Holder>,
+    layout: cosid::Layout,
     events: Arc<Subscribers>,
 }
 
@@ -37,9 +38,8 @@ impl Runtime {
         options: Option<Unknown>,
     ) -> Result<AsyncTask<Guarded<CreateRuntime>>, Thrown> {
         call(|| {
-            let config = args::settings(&env, options.as_ref())?;
-            args::check(&config).or_throw()?;
-            Ok(AsyncTask::new(Guarded(CreateRuntime { config })))
+            let settings = args::settings(&env, options.as_ref())?;
+            Ok(AsyncTask::new(Guarded(CreateRuntime { settings })))
         })
     }
 
@@ -50,7 +50,7 @@ impl Runtime {
             self.inner
                 .next_id()
                 .map(|id| id.as_u64())
-                .map_err(from_cosid)
+                .map_err(from_host)
         })
     }
 
@@ -81,19 +81,19 @@ impl Runtime {
     /// The lease and state now.
     #[napi(ts_return_type = "Status")]
     pub fn status(&self) -> Result<StatusInfo, Thrown> {
-        call(|| Ok(StatusInfo::of(&self.inner)))
+        call(|| Ok(StatusInfo::of(self.inner.status().or_throw()?)))
     }
 
     /// How this runtime lays out its ids.
     #[napi]
     pub fn layout(&self) -> Result<LayoutInfo, Thrown> {
-        call(|| Ok(LayoutInfo::of(self.inner.layout())))
+        call(|| Ok(LayoutInfo::of(&self.layout)))
     }
 
     /// The fields of an id of this runtime's layout.
     #[napi(ts_args_type = "id: bigint | number | string")]
     pub fn parse(&self, env: Env, id: Unknown) -> Result<IdParts, Thrown> {
-        call(|| IdParts::of(self.inner.layout(), args::id(&env, "id", &id)?))
+        call(|| IdParts::of(&self.layout, args::id(&env, "id", &id)?))
     }
 
     /// The friendly form `yyyyMMddHHmmssSSS-slot-sequence` of an id of this runtime's layout.
@@ -101,7 +101,7 @@ impl Runtime {
     pub fn to_friendly(&self, env: Env, id: Unknown) -> Result<String, Thrown> {
         call(|| {
             let id = args::id(&env, "id", &id)?;
-            self.inner.layout().to_friendly(id).or_throw()
+            self.layout.to_friendly(id).or_throw()
         })
     }
 
@@ -110,12 +110,7 @@ impl Runtime {
     pub fn from_friendly(&self, env: Env, text: Unknown) -> Result<u64, Thrown> {
         call(|| {
             let text = args::string(&env, "text", &text)?;
-            Ok(self
-                .inner
-                .layout()
-                .parse_friendly(&text)
-                .or_throw()?
-                .as_u64())
+            Ok(self.layout.parse_friendly(&text).or_throw()?.as_u64())
         })
     }
 
@@ -144,7 +139,7 @@ impl Runtime {
     /// `close()`, blocking.
     #[napi]
     pub fn close_sync(&self) -> Result<Option<f64>, Thrown> {
-        call(|| Ok(self.inner.shutdown().map(|ms| ms as f64)))
+        call(|| Ok(self.inner.shutdown().or_throw()?.map(|ms| ms as f64)))
     }
 }
 
@@ -163,33 +158,40 @@ impl ObjectFinalize for Runtime {
 #[doc(hidden)]
 #[derive(Debug)]
 pub struct CreateRuntime {
-    config: Config,
+    settings: Settings,
 }
 
 impl Job for CreateRuntime {
-    type Output = (Arc<cosid::Runtime>, Arc<Subscribers>);
+    type Output = (Arc<Holder>, cosid::Layout, Arc<Subscribers>);
     type JsValue = Runtime;
 
     fn compute(&mut self) -> Result<Self::Output, Thrown> {
-        let rt = Builder::with_config(self.config.clone())
-            .build()
-            .or_throw()?;
-        let rt = Arc::new(rt);
+        let holder = Arc::new(Holder::new(self.settings.clone()));
         let events = Arc::new(Subscribers::default());
-        rt.subscribe(events.listener());
-        global::register(&rt);
-        Ok((rt, events))
+        holder.subscribe(Arc::new(events.listener())).or_throw()?;
+        // Started here, off the event loop: a full namespace or an unreachable store rejects the promise.
+        let layout = *holder.runtime().or_throw()?.layout();
+        global::register(&holder);
+        Ok((holder, layout, events))
     }
 
-    fn resolve(&mut self, _: &Env, (inner, events): Self::Output) -> Result<Runtime, Thrown> {
-        Ok(Runtime { inner, events })
+    fn resolve(
+        &mut self,
+        _: &Env,
+        (inner, layout, events): Self::Output,
+    ) -> Result<Runtime, Thrown> {
+        Ok(Runtime {
+            inner,
+            layout,
+            events,
+        })
     }
 }
 
 #[doc(hidden)]
 #[derive(Debug)]
 pub struct CloseRuntime {
-    inner: Arc<cosid::Runtime>,
+    inner: Arc<Holder>,
 }
 
 impl Job for CloseRuntime {
@@ -197,7 +199,7 @@ impl Job for CloseRuntime {
     type JsValue = Option<f64>;
 
     fn compute(&mut self) -> Result<Option<f64>, Thrown> {
-        Ok(self.inner.shutdown().map(|ms| ms as f64))
+        Ok(self.inner.shutdown().or_throw()?.map(|ms| ms as f64))
     }
 
     fn resolve(&mut self, _: &Env, output: Option<f64>) -> Result<Option<f64>, Thrown> {

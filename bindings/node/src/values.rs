@@ -2,7 +2,8 @@
 //! uses: a `BigUint64Array` filled in place and a decimal string without a heap allocation.
 
 use crate::errors::{OrThrow, Thrown};
-use cosid::{Id, Layout, Runtime};
+use cosid::host::Holder;
+use cosid::{Id, Layout, Status};
 use napi::bindgen_prelude::{ToNapiValue, TypeName};
 use napi::{sys, Env, ValueType};
 use napi_derive::napi;
@@ -165,9 +166,8 @@ pub struct StatusInfo {
 }
 
 impl StatusInfo {
-    /// The status of `rt` now.
-    pub fn of(rt: &Runtime) -> StatusInfo {
-        let s = rt.status();
+    /// A runtime's status.
+    pub fn of(s: Status) -> StatusInfo {
         StatusInfo {
             namespace: s.namespace,
             store: s.store.to_owned(),
@@ -193,7 +193,7 @@ impl StatusInfo {
 }
 
 /// `n` ids of `rt` in a new `BigUint64Array`, written straight into its buffer.
-pub fn ids_array(env: &Env, rt: &Runtime, n: usize) -> Result<Raw, Thrown> {
+pub fn ids_array(env: &Env, rt: &Holder, n: usize) -> Result<Raw, Thrown> {
     let mut data: *mut std::ffi::c_void = ptr::null_mut();
     let mut buffer = ptr::null_mut();
     // SAFETY: `env` is this call's environment; the out-pointers are valid locals.
@@ -205,7 +205,8 @@ pub fn ids_array(env: &Env, rt: &Runtime, n: usize) -> Result<Raw, Thrown> {
     if n > 0 {
         if data.is_null() || !data.cast::<Id>().is_aligned() {
             // V8 aligns every backing store; should one ever not be, go through a vector.
-            let ids = rt.next_ids(n).or_throw()?;
+            let mut ids = vec![Id::from_u64(0); n];
+            rt.fill(&mut ids).or_throw()?;
             // SAFETY: `data` holds `n * 8` bytes that only this call can reach (no JavaScript runs until it
             // returns), and `ids` holds `n` ids of 8 bytes; byte copies need no alignment.
             unsafe {

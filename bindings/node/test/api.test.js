@@ -44,10 +44,10 @@ test('ready() starts the runtime (ready.test.js shows it does so off the event l
   await cosid.ready()
 })
 
-test('configure() after the start throws CONFIG', () => {
+test('configure() while the runtime runs throws ALREADY_INITIALIZED', () => {
   assert.throws(() => cosid.configure({ store }), (err) => {
-    assert.equal(err.code, 'CONFIG')
-    assert.match(err.message, /after the process-wide runtime started/)
+    assert.equal(err.code, 'ALREADY_INITIALIZED')
+    assert.match(err.message, /already running/)
     return true
   })
 })
@@ -183,4 +183,8 @@ test('shutdown() seals the runtime: later ids throw CLOSED', async () => {
   assert.equal(cosid.shutdownSync(), null)
   // Pure conversions still work.
   assert.equal(cosid.toBase62(61n), '0000000000z')
+  // The rule of every language: closed until configured again, then a new runtime starts.
+  cosid.configure({ store })
+  assert.ok(cosid.nextId() > last)
+  assert.equal(cosid.status().state, 'ACTIVE')
 })

@@ -57,7 +57,7 @@ for (const [kind, variable] of STORES) {
     }
   })
 
-  test(`${kind}: processes sharing a namespace get distinct slots and ids`, { skip }, async () => {
+  test(`${kind}: processes sharing a namespace never share an id`, { skip }, async () => {
     const ns = namespace()
     const script = `
       const cosid = require('.')
@@ -74,7 +74,9 @@ for (const [kind, variable] of STORES) {
       assert.equal(r.code, 0, r.stderr)
       return JSON.parse(r.stdout)
     })
-    assert.equal(new Set(results.map((r) => r.slot)).size, 4)
+    // A process that exits releases its slot, which the next may take: each issued on its own slot meanwhile.
+    const { parse } = require('..')
+    for (const r of results) assert.ok(r.ids.every((id) => parse(id).slot === r.slot))
     assert.equal(assertUnique(assert, results.flatMap((r) => r.ids)), 8000)
   })
 }
