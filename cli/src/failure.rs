@@ -50,12 +50,21 @@ impl fmt::Display for Failure {
 
 impl From<cosid::Error> for Failure {
     fn from(e: cosid::Error) -> Self {
-        let code = e.code();
+        cosid::host::HostError::from(e).into()
+    }
+}
+
+impl From<cosid::host::HostError> for Failure {
+    fn from(e: cosid::host::HostError) -> Self {
+        use cosid::host::ErrorCode;
         // Settings, layouts and ids are the caller's input; everything else is the store or the runtime.
-        let usage = matches!(code, "CONFIG" | "LAYOUT" | "INVALID_ID");
+        let usage = matches!(
+            e.code,
+            ErrorCode::Config | ErrorCode::Layout | ErrorCode::InvalidId | ErrorCode::UnknownKey
+        );
         Self {
-            code,
-            message: e.to_string(),
+            code: e.code.name(),
+            message: e.message,
             usage,
         }
     }

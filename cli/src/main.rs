@@ -11,15 +11,13 @@ mod show;
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use failure::Failure;
-use settings::Global;
 use std::process::ExitCode;
 
 /// Lease-safe Snowflake ids: unique, time-ordered 64-bit ids for many processes at once.
 #[derive(Debug, Parser)]
 #[command(name = "cosid", version)]
 struct Cli {
-    #[command(flatten)]
-    global: Global,
+    // The global flags are `settings::args()`, one per setting of the host layer's table.
     #[command(subcommand)]
     command: Command,
 }
@@ -42,7 +40,9 @@ enum Command {
 
 fn main() -> ExitCode {
     let help = settings::env_help();
-    let mut command = Cli::command().after_help(help.clone());
+    let mut command = Cli::command()
+        .args(settings::args())
+        .after_help(help.clone());
     for name in ["next", "parse", "leases", "status", "init", "migrate"] {
         command = command.mut_subcommand(name, |sub| sub.after_help(help.clone()));
     }
@@ -67,17 +67,18 @@ fn main() -> ExitCode {
 }
 
 fn run(cli: Cli, matches: &clap::ArgMatches) -> Result<(), Failure> {
-    let config = cli.global.config(matches)?;
+    let settings = settings::settings(matches)?;
+    let config = settings.config();
     match cli.command {
-        Command::Next(args) => commands::next::run(&args, config),
+        Command::Next(args) => commands::next::run(&args, settings),
         Command::Parse(args) => commands::parse::run(&args, &config),
         Command::Leases(args) => commands::leases::run(&args, &config),
-        Command::Status(args) => commands::status::run(&args, config),
+        Command::Status(args) => commands::status::run(&args, settings),
         Command::Init => commands::init::run(&config),
         Command::Migrate(args) => commands::migrate::run(
             &args,
             &config,
-            cli.global.namespace.as_ref().is_some_and(|n| !n.is_empty()),
+            settings::given(matches, "namespace").is_some_and(|n| !n.is_empty()),
         ),
     }
 }

@@ -9,6 +9,7 @@ pub mod status;
 
 use crate::failure::Failure;
 use crate::settings;
+use cosid::host::{ErrorCode, Holder, Settings, StoreValue};
 use cosid::lease::Namespace;
 use cosid::store::{LeaseStore, StoreUrl};
 use cosid::{Config, Layout};
@@ -79,14 +80,29 @@ impl OpenStore {
     }
 }
 
-/// Starts a runtime on `config`: opens the store, acquires a slot and starts the keeper. Returns it with the
-/// store URL as a person should see it.
-pub fn start_runtime(config: Config) -> Result<(cosid::Runtime, String), Failure> {
-    let (_, shown) = settings::store_url(&config)?;
-    match cosid::Builder::with_config(config).build() {
-        Ok(rt) => Ok((rt, shown)),
-        Err(e @ cosid::Error::Store(_)) => Err(with_store(e, &shown)),
-        Err(e) => Err(e.into()),
+/// Starts a runtime on `settings` (the host layer's lifecycle: the same as every language's): opens the store, or
+/// takes the static slot, acquires a slot and starts the keeper. Returns it with the store as a person should see
+/// it.
+pub fn start_runtime(settings: Settings) -> Result<(Holder, String), Failure> {
+    let shown = match settings.store()? {
+        Some(v) => v.shown(),
+        None => StoreValue::default_store()?.shown(),
+    };
+    let holder = Holder::new(settings);
+    match holder.runtime() {
+        Ok(_) => Ok((holder, shown)),
+        Err(e) => {
+            let store_failure = matches!(
+                e.code,
+                ErrorCode::StoreUnavailable | ErrorCode::Store | ErrorCode::CorruptRecord
+            );
+            let failure = Failure::from(e);
+            if store_failure && !failure.to_string().contains(&shown) {
+                Err(failure.context(&format!("store {shown}")))
+            } else {
+                Err(failure)
+            }
+        }
     }
 }
 

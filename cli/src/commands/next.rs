@@ -2,7 +2,8 @@
 
 use super::Form;
 use crate::failure::Failure;
-use cosid::{Config, Id, Layout, Runtime};
+use cosid::host::{Holder, Settings};
+use cosid::{Id, Layout};
 use std::io::{self, BufWriter, Write};
 
 /// Ids asked of the runtime per batch call.
@@ -45,25 +46,25 @@ impl From<cosid::Error> for Halt {
 
 /// Starts a runtime, prints `count` ids, and shuts the runtime down, which releases the slot with the last
 /// timestamp issued (also when printing fails).
-pub fn run(args: &Args, config: Config) -> Result<(), Failure> {
-    let (rt, _) = super::start_runtime(config)?;
+pub fn run(args: &Args, settings: Settings) -> Result<(), Failure> {
+    let (rt, _) = super::start_runtime(settings)?;
     let stdout = io::stdout();
     let mut out = BufWriter::with_capacity(64 * 1024, stdout.lock());
     let printed = write_ids(&rt, args, &mut out).and_then(|()| out.flush().map_err(Halt::from));
-    rt.shutdown();
+    rt.shutdown()?;
     match printed {
         Ok(()) | Err(Halt::Closed) => Ok(()),
         Err(Halt::Failed(f)) => Err(f),
     }
 }
 
-fn write_ids(rt: &Runtime, args: &Args, out: &mut impl Write) -> Result<(), Halt> {
-    let layout = *rt.layout();
+fn write_ids(rt: &Holder, args: &Args, out: &mut impl Write) -> Result<(), Halt> {
+    let layout = rt.layout().map_err(|e| Halt::Failed(e.into()))?;
     let mut buf = vec![Id::from_u64(0); args.count.min(CHUNK) as usize];
     let mut left = args.count;
     while left > 0 {
         let chunk = &mut buf[..left.min(CHUNK) as usize];
-        rt.fill(chunk)?;
+        rt.fill(chunk).map_err(|e| Halt::Failed(e.into()))?;
         for &id in chunk.iter() {
             write_id(out, id, args.format, &layout)?;
         }

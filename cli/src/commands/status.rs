@@ -2,7 +2,8 @@
 
 use crate::failure::Failure;
 use crate::show::{diff, rfc3339, seconds};
-use cosid::{Config, State, Status};
+use cosid::host::Settings;
+use cosid::{State, Status};
 use std::io::Write;
 
 /// Options of `cosid status`.
@@ -24,11 +25,11 @@ fn state_name(state: State) -> &'static str {
 }
 
 /// Starts a runtime on the configuration, prints its status, then shuts it down (releasing the slot).
-pub fn run(args: &Args, config: Config) -> Result<(), Failure> {
-    let layout = config.layout;
-    let (rt, shown) = super::start_runtime(config)?;
-    let status = rt.status();
-    rt.shutdown();
+pub fn run(args: &Args, settings: Settings) -> Result<(), Failure> {
+    let (rt, shown) = super::start_runtime(settings)?;
+    let layout = rt.layout()?;
+    let status = rt.status()?;
+    rt.shutdown()?;
     let mut out = std::io::stdout().lock();
     if args.json {
         writeln!(out, "{}", json(&status, &shown))?;

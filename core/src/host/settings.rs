@@ -248,6 +248,17 @@ impl Settings {
 
     /// Sets `key` from a typed or text value; as [`set`](Self::set).
     pub fn set_value(&mut self, key: &str, value: Value<'_>) -> Result<(), HostError> {
+        self.set_value_as(key, value, None)
+    }
+
+    /// As [`set_value`](Self::set_value), with errors naming the value as the caller knows it (`--ttl`,
+    /// `ownerKey`) instead of by its key.
+    pub fn set_value_as(
+        &mut self,
+        key: &str,
+        value: Value<'_>,
+        name: Option<&str>,
+    ) -> Result<(), HostError> {
         let setting = setting(key).ok_or_else(|| {
             HostError::new(
                 ErrorCode::UnknownKey,
@@ -261,7 +272,12 @@ impl Settings {
                 ),
             )
         })?;
-        self.apply(setting, setting.key, value, &crate::static_slot::hostname)
+        self.apply(
+            setting,
+            name.unwrap_or(setting.key),
+            value,
+            &crate::static_slot::hostname,
+        )
     }
 
     /// Sets a custom layout (`cosid_config_set_layout`, a Python `cosid.Layout`).
