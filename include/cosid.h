@@ -99,6 +99,11 @@ enum cosid_result
      */
     COSID_RESULT_ALREADY_INITIALIZED = 1006,
     /**
+     * A call from inside an event callback into the runtime that runs the callback (an id call, a shutdown, ...),
+     * which would have to wait for the callback's own thread.
+     */
+    COSID_RESULT_REENTRANT = 1007,
+    /**
      * A setting is invalid, or the settings contradict each other (a store URL that does not parse, a bad
      * namespace name, a ttl out of range, more slot bits than the layout has, ...).
      */
@@ -140,8 +145,9 @@ enum cosid_result
      */
     COSID_RESULT_CLOSED = 3006,
     /**
-     * This process was forked from the runtime's owner, and the runtime's fork policy is `error` or its store is
-     * `memory:` (which lives in the parent only): re-initialize (`cosid_init`, or a new `cosid_runtime`).
+     * This process was forked from the runtime's owner and cannot take a slot of its own: the fork policy is
+     * `error`, or the store is `memory:` (which lives in the parent only), `manual:`, or `static:` without a state
+     * file (a fixed slot the parent holds). Re-initialize (`cosid_init`, or a new `cosid_runtime`).
      */
     COSID_RESULT_FORKED = 3007,
     /**
@@ -156,6 +162,15 @@ enum cosid_result
      * The store reported another error.
      */
     COSID_RESULT_STORE = 4002,
+    /**
+     * A static slot's state file is locked by another process (a forked child finds its parent's lock), corrupt,
+     * or cannot be written.
+     */
+    COSID_RESULT_STATE_FILE = 4003,
+    /**
+     * The store lost or rolled back writes (a record missing while held, a fence or ceiling gone backwards).
+     */
+    COSID_RESULT_STORE_REGRESSION = 4004,
     /**
      * A bug in cosid: a panic was caught at the C boundary. The detail is in `cosid_last_error`.
      */
@@ -284,8 +299,9 @@ typedef struct cosid_config cosid_config;
  * slot) and `cosid_runtime_free`.
  *
  * After `fork()`, the child's copy of a handle acquires a slot of its own on its first use (fork policy
- * `reacquire`, the default) or fails with `COSID_RESULT_FORKED` (policy `error`, and always on the `memory:`
- * store, which lives in the parent only); it never issues an id on its parent's lease.
+ * `reacquire`, the default) or fails with `COSID_RESULT_FORKED` (policy `error`, and always on `memory:`,
+ * `manual:` and `static:` without a state file, where the child has no slot of its own to take); it never issues
+ * an id on a slot it did not acquire itself.
  *
  * Thread safety: every function may be called on one handle from any number of threads at once, except
  * `cosid_runtime_free`, which must not overlap any other call on the handle.
@@ -393,12 +409,12 @@ typedef struct cosid_event {
  * An event callback: `userdata` as given when subscribing, and the event, valid only during the call.
  *
  * Rules: it is called from the runtime's background thread, one event at a time and in order; it must return
- * promptly (it holds up lease renewal), must not unwind or `longjmp` out (no C++ exception may escape it), and
- * must not shut down or free the runtime that calls it. It may call every other function, including
- * `cosid_runtime_status` and the id functions. Exception: the events of a runtime's start (the first `ACQUIRED`,
- * and a `DUPLICATE_OWNER_KEY` or `CLOCK_SKEW` found while starting), which only config subscriptions see, arrive
- * on the thread that starts the runtime, before the start returns; calls from them into that same runtime fail
- * with `COSID_RESULT_INVALID_ARGUMENT` instead of waiting for themselves.
+ * promptly (it holds up lease renewal) and must not unwind or `longjmp` out (no C++ exception may escape it). It
+ * must not call into the runtime that calls it: id calls, `shutdown`, `init` and `subscribe` on that runtime fail
+ * with `COSID_RESULT_REENTRANT` (an id call may have to wait for the callback's own thread, a shutdown would join
+ * it); status and layout work. Every other function, and other runtimes, may be called. The events of a
+ * runtime's start (the first `ACQUIRED`, and a `DUPLICATE_OWNER_KEY` or `CLOCK_SKEW` found while starting),
+ * which only config subscriptions see, arrive on the thread that starts the runtime, before the start returns.
  */
 typedef void (*cosid_event_callback)(void *userdata, const struct cosid_event *event);
 
@@ -518,16 +534,23 @@ cosid_result cosid_config_from_env(struct cosid_config **out);
 /**
  * Sets one setting from text. Keys and values:
  *
- * - `store`: a store URL (`sqlite:///var/lib/cosid/leases.db`, `memory:`, `redis://host:6379/0`, ...);
+ * - `store`: a store URL (`sqlite:///var/lib/cosid/leases.db`, `memory:`, `redis://host:6379/0`,
+ *   `postgres://...`, `mysql://...`, `etcd://host:2379`), or a slot without a store:
+ *   `static:3?state_file=/var/lib/cosid/state&ahead=10s`, `static:ordinal` (the ordinal at the end of
+ *   `HOSTNAME`), `manual:3`;
  * - `namespace`: the namespace name;
  * - `layout`: `millis`, `seconds` or `js-safe` (or use `cosid_config_set_layout` for a custom one);
  * - `ttl`, `tolerance`, `acquire_timeout`, `max_wait`, `backwards_wait`: a duration with a unit (`30s`,
  *   `500ms`, `2m`);
- * - `bits`: slot bits of the namespace (1 up to the layout's slot bits);
+ * - `bits`: slot bits of the namespace (1 up to the layout's slot bits; unset, they follow the layout: 10, or
+ *   the layout's slot bits if fewer);
  * - `owner_key`: the owner key (default `host:pid`);
- * - `preferred_slot`: a slot to take if it is free;
+ * - `preferred_slot`: a slot to take if it is free, or `ordinal`;
  * - `on_fork`: `reacquire` (a forked child takes a slot of its own on first use) or `error` (its calls fail
- *   with `COSID_RESULT_FORKED` until it re-initializes). On the `memory:` store a child always gets `error`.
+ *   with `COSID_RESULT_FORKED` until it re-initializes). On `memory:`, `manual:` and `static:` without a state
+ *   file a child always gets `COSID_RESULT_FORKED`: it has no slot of its own to take.
+ *
+ * The keys, variables and parsers are the host layer's table, shared with the CLI, Python and Node.
  *
  * An empty value restores the key's default. Settings are checked against each other when a runtime starts.
  * On error the config is unchanged.
@@ -612,8 +635,9 @@ cosid_result cosid_last_error(char *buf, size_t buf_len, size_t *out_len);
  *
  * In a child of `fork()` the first call acquires a slot of the child's own, with a new owner incarnation (fork
  * policy `reacquire`, the default), or fails with `COSID_RESULT_FORKED` (policy `error`, `COSID_ON_FORK=error`;
- * and always on the `memory:` store, which lives in the parent only) until the child calls `cosid_init`. A child
- * never issues an id on its parent's lease.
+ * and always on `memory:`, which lives in the parent only, and on `manual:` and `static:` without a state file,
+ * whose one slot the parent holds) until the child calls `cosid_init`. A child never issues an id on a slot it
+ * did not acquire itself.
  *
  * Errors: `COSID_RESULT_NULL_POINTER`; `COSID_RESULT_CLOSED` after `cosid_shutdown`; `COSID_RESULT_CONFIG` for an
  * invalid environment variable (named in `cosid_last_error`); while starting, the errors of `cosid_runtime_new`
@@ -664,7 +688,7 @@ cosid_result cosid_init(const struct cosid_config *config);
  * `COSID_RESULT_CLOSED` until `cosid_init`. Calling it again, or before any id, is harmless. In a forked child it
  * leaves the parent's lease alone. The `atexit` handler calls it at a normal exit.
  *
- * Errors: none in normal use (`COSID_RESULT_INVALID_ARGUMENT` from an event callback of the runtime).
+ * Errors: none in normal use (`COSID_RESULT_REENTRANT` from an event callback of the runtime).
  *
  * Thread safety: may be called from any thread; ids requested concurrently either succeed before the seal or
  * fail with `COSID_RESULT_CLOSED`.
@@ -967,7 +991,7 @@ cosid_result cosid_runtime_subscribe(const struct cosid_runtime *rt, cosid_event
  * `COSID_RESULT_CLOSED`; status still works. Calling it again does nothing. In a forked child that never used the
  * handle, the parent's lease is left alone.
  *
- * Errors: `COSID_RESULT_NULL_POINTER`; `COSID_RESULT_INVALID_ARGUMENT` from one of the runtime's own callbacks.
+ * Errors: `COSID_RESULT_NULL_POINTER`; `COSID_RESULT_REENTRANT` from one of the runtime's own callbacks.
  *
  * Thread safety: may be called from any thread, but not from the runtime's own event callback.
  *

@@ -7,7 +7,9 @@
 #   DESTDIR=/tmp/pkg PREFIX=/usr scripts/install-c.sh   stage for a package
 #
 # Also honoured: LIBDIR (default $PREFIX/lib), INCLUDEDIR ($PREFIX/include), PKGCONFIGDIR ($LIBDIR/pkgconfig),
-# COSID_SKIP_BUILD=1 (install what target/release holds), CARGO_TARGET_DIR.
+# COSID_SKIP_BUILD=1 (install what target/release holds), CARGO_TARGET_DIR, and COSID_C_FEATURES: the library is
+# built with every store (SQLite, memory, Redis, PostgreSQL, MySQL, etcd; etcd needs `protoc` to build); set
+# COSID_C_FEATURES to a list such as "redis,postgres" (or to "" for SQLite and memory only) to build fewer.
 set -eu
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -19,7 +21,11 @@ DESTDIR=${DESTDIR:-}
 target=${CARGO_TARGET_DIR:-$root/target}/release
 
 if [ "${COSID_SKIP_BUILD:-0}" != 1 ]; then
-    (cd "$root" && cargo build --release -p cosid-ffi)
+    if [ "${COSID_C_FEATURES+set}" = set ]; then
+        (cd "$root" && cargo build --release -p cosid-ffi --no-default-features --features "$COSID_C_FEATURES")
+    else
+        (cd "$root" && cargo build --release -p cosid-ffi)
+    fi
 fi
 for f in "$target/libcosid.so" "$target/libcosid.a" "$root/include/cosid.h"; do
     [ -f "$f" ] || { echo "install-c: $f is missing (run without COSID_SKIP_BUILD=1)" >&2; exit 1; }

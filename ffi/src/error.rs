@@ -3,6 +3,7 @@
 
 use crate::guard::{self, write_text};
 use crate::result::cosid_result;
+use cosid_core::host::HostError;
 use std::cell::RefCell;
 use std::ffi::c_char;
 
@@ -29,17 +30,17 @@ impl FfiError {
     }
 }
 
+impl From<HostError> for FfiError {
+    #[cold]
+    fn from(e: HostError) -> Self {
+        FfiError::new(e.code.into(), e.message)
+    }
+}
+
 impl From<cosid_core::Error> for FfiError {
     #[cold]
     fn from(e: cosid_core::Error) -> Self {
-        let code = match &e {
-            // The generator's words for a runtime left behind by fork(); see `cell`.
-            cosid_core::Error::Closed { reason } if reason.contains("forked") => {
-                cosid_result::Forked
-            }
-            _ => cosid_result::from_core_code(e.code()),
-        };
-        FfiError::new(code, e.to_string())
+        HostError::from(e).into()
     }
 }
 

@@ -74,12 +74,12 @@ pub struct cosid_event {
 /// An event callback: `userdata` as given when subscribing, and the event, valid only during the call.
 ///
 /// Rules: it is called from the runtime's background thread, one event at a time and in order; it must return
-/// promptly (it holds up lease renewal), must not unwind or `longjmp` out (no C++ exception may escape it), and
-/// must not shut down or free the runtime that calls it. It may call every other function, including
-/// `cosid_runtime_status` and the id functions. Exception: the events of a runtime's start (the first `ACQUIRED`,
-/// and a `DUPLICATE_OWNER_KEY` or `CLOCK_SKEW` found while starting), which only config subscriptions see, arrive
-/// on the thread that starts the runtime, before the start returns; calls from them into that same runtime fail
-/// with `COSID_RESULT_INVALID_ARGUMENT` instead of waiting for themselves.
+/// promptly (it holds up lease renewal) and must not unwind or `longjmp` out (no C++ exception may escape it). It
+/// must not call into the runtime that calls it: id calls, `shutdown`, `init` and `subscribe` on that runtime fail
+/// with `COSID_RESULT_REENTRANT` (an id call may have to wait for the callback's own thread, a shutdown would join
+/// it); status and layout work. Every other function, and other runtimes, may be called. The events of a
+/// runtime's start (the first `ACQUIRED`, and a `DUPLICATE_OWNER_KEY` or `CLOCK_SKEW` found while starting),
+/// which only config subscriptions see, arrive on the thread that starts the runtime, before the start returns.
 pub type cosid_event_callback =
     Option<unsafe extern "C" fn(userdata: *mut c_void, event: *const cosid_event)>;
 

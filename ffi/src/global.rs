@@ -1,19 +1,18 @@
 //! The process-wide runtime: `cosid_next_id()` with no set-up.
 
-use crate::cell::RuntimeCell;
 use crate::config::cosid_config;
 use crate::config::read_config;
 use crate::guard::{self, check_out};
 use crate::ids::cosid_layout;
 use crate::result::cosid_result;
 use crate::runtime::{cosid_status, fill, write_layout, write_status};
+use cosid_core::host::{self, Holder};
 
-/// The process-wide runtime; started from the environment on first use unless `cosid_init` configured it.
-static GLOBAL: RuntimeCell = RuntimeCell::new(None);
-
-/// For the `atexit` handler.
-pub(crate) fn shutdown_at_exit() {
-    GLOBAL.shutdown_at_exit();
+/// The process-wide runtime (the host layer's): started from the environment on first use unless `cosid_init`
+/// configured it.
+fn global() -> &'static Holder {
+    crate::fork::register();
+    host::global()
 }
 
 /// Issues one id from the process-wide runtime into `*out_id`.
@@ -26,8 +25,9 @@ pub(crate) fn shutdown_at_exit() {
 ///
 /// In a child of `fork()` the first call acquires a slot of the child's own, with a new owner incarnation (fork
 /// policy `reacquire`, the default), or fails with `COSID_RESULT_FORKED` (policy `error`, `COSID_ON_FORK=error`;
-/// and always on the `memory:` store, which lives in the parent only) until the child calls `cosid_init`. A child
-/// never issues an id on its parent's lease.
+/// and always on `memory:`, which lives in the parent only, and on `manual:` and `static:` without a state file,
+/// whose one slot the parent holds) until the child calls `cosid_init`. A child never issues an id on a slot it
+/// did not acquire itself.
 ///
 /// Errors: `COSID_RESULT_NULL_POINTER`; `COSID_RESULT_CLOSED` after `cosid_shutdown`; `COSID_RESULT_CONFIG` for an
 /// invalid environment variable (named in `cosid_last_error`); while starting, the errors of `cosid_runtime_new`
@@ -41,10 +41,9 @@ pub(crate) fn shutdown_at_exit() {
 #[no_mangle]
 pub unsafe extern "C" fn cosid_next_id(out_id: *mut u64) -> cosid_result {
     guard::call_fast(
-        || match GLOBAL
-            .get_fast()
+        || match Some(host::global())
             .filter(|_| !out_id.is_null())
-            .and_then(|rt| rt.try_next_id())
+            .and_then(Holder::try_next_id)
         {
             Some(id) => {
                 // SAFETY: `out_id` is not NULL and the caller passes a writable `uint64_t`.
@@ -68,7 +67,7 @@ pub unsafe extern "C" fn cosid_next_id(out_id: *mut u64) -> cosid_result {
 unsafe fn next_id_slow(out_id: *mut u64) -> cosid_result {
     guard::call(|| {
         let out_id = check_out(out_id, "out_id")?;
-        let id = GLOBAL.get()?.next_id()?;
+        let id = global().next_id()?;
         // SAFETY: `out_id` is not NULL and the caller passes a writable `uint64_t`.
         unsafe { out_id.write(id.as_u64()) };
         Ok(())
@@ -90,7 +89,7 @@ pub unsafe extern "C" fn cosid_next_ids(buf: *mut u64, n: usize) -> cosid_result
     guard::call(|| {
         check_out(buf, "buf")?;
         // SAFETY: the caller's contract.
-        unsafe { fill(GLOBAL.get()?, buf, n) }
+        unsafe { fill(global(), buf, n) }
     })
 }
 
@@ -112,7 +111,7 @@ pub unsafe extern "C" fn cosid_init(config: *const cosid_config) -> cosid_result
     guard::call(|| {
         // SAFETY: the caller's contract.
         let settings = unsafe { read_config(config, "config") }?.clone();
-        GLOBAL.init(settings)
+        Ok(global().init(settings)?)
     })
 }
 
@@ -121,13 +120,13 @@ pub unsafe extern "C" fn cosid_init(config: *const cosid_config) -> cosid_result
 /// `COSID_RESULT_CLOSED` until `cosid_init`. Calling it again, or before any id, is harmless. In a forked child it
 /// leaves the parent's lease alone. The `atexit` handler calls it at a normal exit.
 ///
-/// Errors: none in normal use (`COSID_RESULT_INVALID_ARGUMENT` from an event callback of the runtime).
+/// Errors: none in normal use (`COSID_RESULT_REENTRANT` from an event callback of the runtime).
 ///
 /// Thread safety: may be called from any thread; ids requested concurrently either succeed before the seal or
 /// fail with `COSID_RESULT_CLOSED`.
 #[no_mangle]
 pub extern "C" fn cosid_shutdown() -> cosid_result {
-    guard::call(|| GLOBAL.shutdown())
+    guard::call(|| global().shutdown().map(drop).map_err(Into::into))
 }
 
 /// Writes the process-wide runtime's status into `*out`, starting the runtime if needed (as `cosid_next_id`).
@@ -144,7 +143,7 @@ pub extern "C" fn cosid_shutdown() -> cosid_result {
 pub unsafe extern "C" fn cosid_global_status(out: *mut cosid_status) -> cosid_result {
     guard::call(|| {
         check_out(out, "out")?;
-        write_status(GLOBAL.get()?, out)
+        write_status(global(), out)
     })
 }
 
@@ -161,6 +160,6 @@ pub unsafe extern "C" fn cosid_global_status(out: *mut cosid_status) -> cosid_re
 pub unsafe extern "C" fn cosid_global_layout(out: *mut cosid_layout) -> cosid_result {
     guard::call(|| {
         check_out(out, "out")?;
-        write_layout(GLOBAL.get()?, out)
+        write_layout(global(), out)
     })
 }

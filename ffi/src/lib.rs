@@ -13,7 +13,6 @@
 
 #![allow(non_camel_case_types)]
 
-mod cell;
 mod config;
 mod error;
 mod event;

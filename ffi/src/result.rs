@@ -1,7 +1,9 @@
 //! `cosid_result`: what every export returns. Codes are grouped in ranges by who has to act, and never renumbered:
 //! a code, once released, keeps its number and meaning; new codes take new numbers in their range.
 
-use std::ffi::{c_char, CStr};
+use cosid_core::host::ErrorCode;
+use std::ffi::{c_char, CStr, CString};
+use std::sync::OnceLock;
 
 /// The outcome of a call: `COSID_RESULT_OK` (0) or the reason it failed. `cosid_result_message` turns a code into
 /// a sentence, `cosid_result_name` into the stable upper-case name that the Rust, Python and Node bindings use too,
@@ -29,6 +31,9 @@ pub enum cosid_result {
     StringTooLong = 1005,
     /// `cosid_init` was called while the process-wide runtime is running.
     AlreadyInitialized = 1006,
+    /// A call from inside an event callback into the runtime that runs the callback (an id call, a shutdown, ...),
+    /// which would have to wait for the callback's own thread.
+    Reentrant = 1007,
 
     /// A setting is invalid, or the settings contradict each other (a store URL that does not parse, a bad
     /// namespace name, a ttl out of range, more slot bits than the layout has, ...).
@@ -52,8 +57,9 @@ pub enum cosid_result {
     NamespaceMismatch = 3005,
     /// The runtime was shut down.
     Closed = 3006,
-    /// This process was forked from the runtime's owner, and the runtime's fork policy is `error` or its store is
-    /// `memory:` (which lives in the parent only): re-initialize (`cosid_init`, or a new `cosid_runtime`).
+    /// This process was forked from the runtime's owner and cannot take a slot of its own: the fork policy is
+    /// `error`, or the store is `memory:` (which lives in the parent only), `manual:`, or `static:` without a state
+    /// file (a fixed slot the parent holds). Re-initialize (`cosid_init`, or a new `cosid_runtime`).
     Forked = 3007,
 
     /// The store could not be reached, or did not answer in time.
@@ -62,6 +68,11 @@ pub enum cosid_result {
     CorruptRecord = 4001,
     /// The store reported another error.
     Store = 4002,
+    /// A static slot's state file is locked by another process (a forked child finds its parent's lock), corrupt,
+    /// or cannot be written.
+    StateFile = 4003,
+    /// The store lost or rolled back writes (a record missing while held, a fence or ceiling gone backwards).
+    StoreRegression = 4004,
 
     /// A bug in cosid: a panic was caught at the C boundary. The detail is in `cosid_last_error`.
     Panic = 9000,
@@ -71,7 +82,7 @@ pub enum cosid_result {
 
 impl cosid_result {
     /// Every code, for lookups by number.
-    pub(crate) const ALL: [cosid_result; 24] = [
+    pub(crate) const ALL: [cosid_result; 27] = [
         cosid_result::Ok,
         cosid_result::NullPointer,
         cosid_result::InvalidUtf8,
@@ -80,6 +91,7 @@ impl cosid_result {
         cosid_result::UnknownKey,
         cosid_result::StringTooLong,
         cosid_result::AlreadyInitialized,
+        cosid_result::Reentrant,
         cosid_result::Config,
         cosid_result::Layout,
         cosid_result::InvalidId,
@@ -94,6 +106,8 @@ impl cosid_result {
         cosid_result::StoreUnavailable,
         cosid_result::CorruptRecord,
         cosid_result::Store,
+        cosid_result::StateFile,
+        cosid_result::StoreRegression,
         cosid_result::Panic,
         cosid_result::Internal,
     ];
@@ -103,89 +117,78 @@ impl cosid_result {
         Self::ALL.iter().copied().find(|c| *c as u32 == n)
     }
 
-    /// The code for one of the core's stable error names ([`cosid_core::Error::code`]).
-    pub(crate) fn from_core_code(code: &str) -> cosid_result {
-        match code {
-            "SLOT_LOST" => cosid_result::SlotLost,
-            "WINDOW_CLOSED" => cosid_result::WindowClosed,
-            "BEFORE_WINDOW" => cosid_result::BeforeWindow,
-            "CLOCK_MOVED_BACKWARDS" => cosid_result::ClockMovedBackwards,
-            "CLOSED" => cosid_result::Closed,
-            "FORKED" => cosid_result::Forked,
-            "EXHAUSTED" => cosid_result::Exhausted,
-            "NAMESPACE_MISMATCH" => cosid_result::NamespaceMismatch,
-            "CORRUPT_RECORD" => cosid_result::CorruptRecord,
-            "CONFIG" => cosid_result::Config,
-            "LAYOUT" => cosid_result::Layout,
-            "INVALID_ID" => cosid_result::InvalidId,
-            "STORE_UNAVAILABLE" => cosid_result::StoreUnavailable,
-            "STORE" => cosid_result::Store,
-            // A name this version does not know yet: a newer core than the ABI. Still an error, never OK.
-            _ => cosid_result::Internal,
-        }
+    /// The host layer's code for this result; `None` for `Ok`.
+    pub(crate) fn code(self) -> Option<ErrorCode> {
+        ErrorCode::from_number(self as u32)
     }
 
-    /// The stable upper-case name, the same in every binding.
+    /// The stable upper-case name, the same in every binding (the host layer's).
     pub(crate) fn name(self) -> &'static CStr {
-        match self {
-            cosid_result::Ok => c"OK",
-            cosid_result::NullPointer => c"NULL_POINTER",
-            cosid_result::InvalidUtf8 => c"INVALID_UTF8",
-            cosid_result::InvalidArgument => c"INVALID_ARGUMENT",
-            cosid_result::BufferTooSmall => c"BUFFER_TOO_SMALL",
-            cosid_result::UnknownKey => c"UNKNOWN_KEY",
-            cosid_result::StringTooLong => c"STRING_TOO_LONG",
-            cosid_result::AlreadyInitialized => c"ALREADY_INITIALIZED",
-            cosid_result::Config => c"CONFIG",
-            cosid_result::Layout => c"LAYOUT",
-            cosid_result::InvalidId => c"INVALID_ID",
-            cosid_result::SlotLost => c"SLOT_LOST",
-            cosid_result::WindowClosed => c"WINDOW_CLOSED",
-            cosid_result::BeforeWindow => c"BEFORE_WINDOW",
-            cosid_result::ClockMovedBackwards => c"CLOCK_MOVED_BACKWARDS",
-            cosid_result::Exhausted => c"EXHAUSTED",
-            cosid_result::NamespaceMismatch => c"NAMESPACE_MISMATCH",
-            cosid_result::Closed => c"CLOSED",
-            cosid_result::Forked => c"FORKED",
-            cosid_result::StoreUnavailable => c"STORE_UNAVAILABLE",
-            cosid_result::CorruptRecord => c"CORRUPT_RECORD",
-            cosid_result::Store => c"STORE",
-            cosid_result::Panic => c"PANIC",
-            cosid_result::Internal => c"INTERNAL",
+        match self.code() {
+            None => c"OK",
+            Some(code) => &texts()[code_index(code)].0,
         }
     }
 
-    /// One sentence on what the code means.
+    /// One sentence on what the code means (the host layer's).
     pub(crate) fn message(self) -> &'static CStr {
-        match self {
-            cosid_result::Ok => c"success",
-            cosid_result::NullPointer => c"a required pointer argument was NULL",
-            cosid_result::InvalidUtf8 => c"a string argument is not valid UTF-8",
-            cosid_result::InvalidArgument => c"an argument is out of its documented range",
-            cosid_result::BufferTooSmall => {
-                c"the buffer is too small; the needed length was written to the length out-parameter"
-            }
-            cosid_result::UnknownKey => c"unknown configuration key",
-            cosid_result::StringTooLong => c"a string argument is longer than COSID_MAX_STRING_LEN bytes",
-            cosid_result::AlreadyInitialized => c"the process-wide runtime is already running",
-            cosid_result::Config => c"invalid configuration",
-            cosid_result::Layout => c"invalid id layout",
-            cosid_result::InvalidId => c"invalid id, or text that is not the canonical form of an id",
-            cosid_result::SlotLost => c"the lease was lost; a new slot is being acquired",
-            cosid_result::WindowClosed => c"the lease window is closed: the clock passed its ceiling",
-            cosid_result::BeforeWindow => c"the host clock has not reached the lease window yet",
-            cosid_result::ClockMovedBackwards => c"the clock moved backwards too far",
-            cosid_result::Exhausted => c"every slot of the namespace is held",
-            cosid_result::NamespaceMismatch => c"the namespace is recorded with other settings",
-            cosid_result::Closed => c"the runtime was shut down",
-            cosid_result::Forked => c"this process was forked from the runtime's owner; re-initialize",
-            cosid_result::StoreUnavailable => c"the store is unavailable",
-            cosid_result::CorruptRecord => c"a store record is corrupt",
-            cosid_result::Store => c"the store reported an error",
-            cosid_result::Panic => c"internal error: a panic was caught (a bug in cosid)",
-            cosid_result::Internal => c"internal error (a bug in cosid)",
+        match self.code() {
+            None => c"success",
+            Some(code) => &texts()[code_index(code)].1,
         }
     }
+}
+
+impl From<ErrorCode> for cosid_result {
+    /// Exhaustive: a new host code does not compile until the C ABI has a result for it.
+    fn from(code: ErrorCode) -> Self {
+        match code {
+            ErrorCode::NullPointer => cosid_result::NullPointer,
+            ErrorCode::InvalidUtf8 => cosid_result::InvalidUtf8,
+            ErrorCode::InvalidArgument => cosid_result::InvalidArgument,
+            ErrorCode::BufferTooSmall => cosid_result::BufferTooSmall,
+            ErrorCode::UnknownKey => cosid_result::UnknownKey,
+            ErrorCode::StringTooLong => cosid_result::StringTooLong,
+            ErrorCode::AlreadyInitialized => cosid_result::AlreadyInitialized,
+            ErrorCode::Reentrant => cosid_result::Reentrant,
+            ErrorCode::Config => cosid_result::Config,
+            ErrorCode::Layout => cosid_result::Layout,
+            ErrorCode::InvalidId => cosid_result::InvalidId,
+            ErrorCode::SlotLost => cosid_result::SlotLost,
+            ErrorCode::WindowClosed => cosid_result::WindowClosed,
+            ErrorCode::BeforeWindow => cosid_result::BeforeWindow,
+            ErrorCode::ClockMovedBackwards => cosid_result::ClockMovedBackwards,
+            ErrorCode::Exhausted => cosid_result::Exhausted,
+            ErrorCode::NamespaceMismatch => cosid_result::NamespaceMismatch,
+            ErrorCode::Closed => cosid_result::Closed,
+            ErrorCode::Forked => cosid_result::Forked,
+            ErrorCode::StoreUnavailable => cosid_result::StoreUnavailable,
+            ErrorCode::CorruptRecord => cosid_result::CorruptRecord,
+            ErrorCode::Store => cosid_result::Store,
+            ErrorCode::StateFile => cosid_result::StateFile,
+            ErrorCode::StoreRegression => cosid_result::StoreRegression,
+            ErrorCode::Panic => cosid_result::Panic,
+            ErrorCode::Internal => cosid_result::Internal,
+        }
+    }
+}
+
+fn code_index(code: ErrorCode) -> usize {
+    ErrorCode::ALL.iter().position(|c| *c == code).unwrap_or(0)
+}
+
+/// The host layer's names and summaries as NUL-terminated strings, made once, in the order of `ErrorCode::ALL`.
+fn texts() -> &'static [(CString, CString)] {
+    static TEXTS: OnceLock<Vec<(CString, CString)>> = OnceLock::new();
+    TEXTS.get_or_init(|| {
+        ErrorCode::ALL
+            .iter()
+            .map(|c| {
+                let text = |s: &str| CString::new(s).unwrap_or_default();
+                (text(c.name()), text(c.summary()))
+            })
+            .collect()
+    })
 }
 
 /// A static, NUL-terminated sentence describing `result` (a `cosid_result` value; any other number gives
@@ -229,30 +232,15 @@ mod tests {
     }
 
     #[test]
-    fn core_names_map_to_their_codes() {
-        for c in cosid_result::ALL {
-            let name = c.name().to_str().unwrap();
-            if c != cosid_result::Ok
-                && ![
-                    "NULL_POINTER",
-                    "INVALID_UTF8",
-                    "INVALID_ARGUMENT",
-                    "BUFFER_TOO_SMALL",
-                    "UNKNOWN_KEY",
-                    "STRING_TOO_LONG",
-                    "ALREADY_INITIALIZED",
-                    "PANIC",
-                    "INTERNAL",
-                ]
-                .contains(&name)
-            {
-                assert_eq!(cosid_result::from_core_code(name), c, "{name}");
-            }
+    fn every_host_code_is_a_result_with_its_number_and_name() {
+        for code in ErrorCode::ALL {
+            let r = cosid_result::from(*code);
+            assert_eq!(r as u32, code.number(), "{code:?}");
+            assert_eq!(r.name().to_str().unwrap(), code.name());
+            assert_eq!(r.code(), Some(*code));
         }
-        assert_eq!(
-            cosid_result::from_core_code("SOMETHING_NEW"),
-            cosid_result::Internal
-        );
+        assert_eq!(cosid_result::ALL.len(), ErrorCode::ALL.len() + 1);
+        assert_eq!(cosid_result::Ok.name(), c"OK");
     }
 
     /// The numbers are part of the ABI: this list changes only by appending.
@@ -267,6 +255,7 @@ mod tests {
             (cosid_result::UnknownKey, 1004),
             (cosid_result::StringTooLong, 1005),
             (cosid_result::AlreadyInitialized, 1006),
+            (cosid_result::Reentrant, 1007),
             (cosid_result::Config, 2000),
             (cosid_result::Layout, 2001),
             (cosid_result::InvalidId, 2002),
@@ -281,6 +270,8 @@ mod tests {
             (cosid_result::StoreUnavailable, 4000),
             (cosid_result::CorruptRecord, 4001),
             (cosid_result::Store, 4002),
+            (cosid_result::StateFile, 4003),
+            (cosid_result::StoreRegression, 4004),
             (cosid_result::Panic, 9000),
             (cosid_result::Internal, 9001),
         ];

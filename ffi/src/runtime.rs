@@ -1,14 +1,14 @@
 //! `cosid_runtime`: a runtime handle, for programs that want more than one runtime, their own configuration per
 //! runtime, status, or events.
 
-use crate::cell::RuntimeCell;
 use crate::config::{cosid_config, read_config};
 use crate::error::FfiError;
 use crate::event::{cosid_event_callback, listener};
 use crate::guard::{self, check_out, try_ref};
 use crate::ids::cosid_layout;
 use crate::result::cosid_result;
-use cosid_core::{Id, Runtime, State, Status};
+use cosid_core::host::Holder;
+use cosid_core::{Id, State, Status};
 use std::ffi::c_void;
 
 /// A runtime: a leased slot of one namespace, renewed in the background, issuing unique ids. Create it with
@@ -16,14 +16,15 @@ use std::ffi::c_void;
 /// slot) and `cosid_runtime_free`.
 ///
 /// After `fork()`, the child's copy of a handle acquires a slot of its own on its first use (fork policy
-/// `reacquire`, the default) or fails with `COSID_RESULT_FORKED` (policy `error`, and always on the `memory:`
-/// store, which lives in the parent only); it never issues an id on its parent's lease.
+/// `reacquire`, the default) or fails with `COSID_RESULT_FORKED` (policy `error`, and always on `memory:`,
+/// `manual:` and `static:` without a state file, where the child has no slot of its own to take); it never issues
+/// an id on a slot it did not acquire itself.
 ///
 /// Thread safety: every function may be called on one handle from any number of threads at once, except
 /// `cosid_runtime_free`, which must not overlap any other call on the handle.
 #[derive(Debug)]
 pub struct cosid_runtime {
-    cell: RuntimeCell,
+    holder: Holder,
 }
 
 /// What a runtime is doing, in a `cosid_status`.
@@ -102,7 +103,7 @@ const STACK_IDS: usize = 512;
 /// # Safety
 ///
 /// `buf` is NULL or points to `n` writable `uint64_t`.
-pub(crate) unsafe fn fill(rt: &Runtime, buf: *mut u64, n: usize) -> Result<(), FfiError> {
+pub(crate) unsafe fn fill(rt: &Holder, buf: *mut u64, n: usize) -> Result<(), FfiError> {
     let buf = check_out(buf, "buf")?;
     if n <= STACK_IDS {
         let mut tmp = [Id::from_u64(0); STACK_IDS];
@@ -127,19 +128,20 @@ pub(crate) unsafe fn fill(rt: &Runtime, buf: *mut u64, n: usize) -> Result<(), F
 }
 
 /// Writes `rt`'s status into `out`.
-pub(crate) fn write_status(rt: &Runtime, out: *mut cosid_status) -> Result<(), FfiError> {
+pub(crate) fn write_status(rt: &Holder, out: *mut cosid_status) -> Result<(), FfiError> {
     let out = check_out(out, "out")?;
-    let status = cosid_status::from(&rt.status());
+    let status = cosid_status::from(&rt.status()?);
     // SAFETY: `out` is not NULL and the caller passes writable memory for a `cosid_status`.
     unsafe { out.write(status) };
     Ok(())
 }
 
 /// Writes `rt`'s layout into `out`.
-pub(crate) fn write_layout(rt: &Runtime, out: *mut cosid_layout) -> Result<(), FfiError> {
+pub(crate) fn write_layout(rt: &Holder, out: *mut cosid_layout) -> Result<(), FfiError> {
     let out = check_out(out, "out")?;
+    let layout = rt.layout()?;
     // SAFETY: `out` is not NULL and the caller passes writable memory for a `cosid_layout`.
-    unsafe { out.write(cosid_layout::from(rt.layout())) };
+    unsafe { out.write(cosid_layout::from(&layout)) };
     Ok(())
 }
 
@@ -172,10 +174,11 @@ pub unsafe extern "C" fn cosid_runtime_new(
         // SAFETY: the caller's contract.
         let settings = unsafe { read_config(config, "config") }?.clone();
         let out = check_out(out, "out")?;
+        crate::fork::register();
         let rt = Box::new(cosid_runtime {
-            cell: RuntimeCell::new(Some(settings)),
+            holder: Holder::new(settings),
         });
-        rt.cell.get()?;
+        rt.holder.runtime()?;
         // SAFETY: `out` is not NULL and the caller passes a writable pointer-sized slot.
         unsafe { out.write(Box::into_raw(rt)) };
         Ok(())
@@ -203,10 +206,10 @@ pub unsafe extern "C" fn cosid_runtime_next_id(
         || {
             // SAFETY: the caller's contract: `rt` is NULL or a live handle.
             let handle = unsafe { rt.as_ref() };
-            let runtime = handle
+            match handle
                 .filter(|_| !out_id.is_null())
-                .and_then(|h| h.cell.get_fast());
-            match runtime.and_then(Runtime::try_next_id) {
+                .and_then(|h| h.holder.try_next_id())
+            {
                 Some(id) => {
                     // SAFETY: `out_id` is not NULL and the caller passes a writable `uint64_t`.
                     unsafe { out_id.write(id.as_u64()) };
@@ -232,7 +235,7 @@ unsafe fn runtime_next_id_slow(rt: *const cosid_runtime, out_id: *mut u64) -> co
         // SAFETY: the caller's contract.
         let rt = unsafe { handle(rt) }?;
         let out_id = check_out(out_id, "out_id")?;
-        let id = rt.cell.get()?.next_id()?;
+        let id = rt.holder.next_id()?;
         // SAFETY: `out_id` is not NULL and the caller passes a writable `uint64_t`.
         unsafe { out_id.write(id.as_u64()) };
         Ok(())
@@ -259,7 +262,7 @@ pub unsafe extern "C" fn cosid_runtime_next_ids(
         let rt = unsafe { handle(rt) }?;
         check_out(buf, "buf")?;
         // SAFETY: the caller's contract.
-        unsafe { fill(rt.cell.get()?, buf, n) }
+        unsafe { fill(&rt.holder, buf, n) }
     })
 }
 
@@ -282,7 +285,7 @@ pub unsafe extern "C" fn cosid_runtime_status(
         // SAFETY: the caller's contract.
         let rt = unsafe { handle(rt) }?;
         check_out(out, "out")?;
-        write_status(rt.cell.get()?, out)
+        write_status(&rt.holder, out)
     })
 }
 
@@ -304,7 +307,7 @@ pub unsafe extern "C" fn cosid_runtime_layout(
         // SAFETY: the caller's contract.
         let rt = unsafe { handle(rt) }?;
         check_out(out, "out")?;
-        write_layout(rt.cell.get()?, out)
+        write_layout(&rt.holder, out)
     })
 }
 
@@ -332,7 +335,9 @@ pub unsafe extern "C" fn cosid_runtime_subscribe(
         let rt = unsafe { handle(rt) }?;
         let callback = callback.ok_or_else(|| FfiError::null("callback"))?;
         // SAFETY: the caller promises the callback's rules and userdata's lifetime.
-        rt.cell.subscribe(unsafe { listener(callback, userdata) })
+        Ok(rt
+            .holder
+            .subscribe(unsafe { listener(callback, userdata) })?)
     })
 }
 
@@ -341,7 +346,7 @@ pub unsafe extern "C" fn cosid_runtime_subscribe(
 /// `COSID_RESULT_CLOSED`; status still works. Calling it again does nothing. In a forked child that never used the
 /// handle, the parent's lease is left alone.
 ///
-/// Errors: `COSID_RESULT_NULL_POINTER`; `COSID_RESULT_INVALID_ARGUMENT` from one of the runtime's own callbacks.
+/// Errors: `COSID_RESULT_NULL_POINTER`; `COSID_RESULT_REENTRANT` from one of the runtime's own callbacks.
 ///
 /// Thread safety: may be called from any thread, but not from the runtime's own event callback.
 ///
@@ -352,7 +357,7 @@ pub unsafe extern "C" fn cosid_runtime_subscribe(
 pub unsafe extern "C" fn cosid_runtime_shutdown(rt: *const cosid_runtime) -> cosid_result {
     guard::call(|| {
         // SAFETY: the caller's contract.
-        unsafe { handle(rt) }?.cell.shutdown()
+        Ok(unsafe { handle(rt) }?.holder.shutdown().map(drop)?)
     })
 }
 

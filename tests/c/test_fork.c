@@ -312,12 +312,48 @@ static void memory_store(void) {
     cosid_config_free(cfg);
 }
 
+/* A fixed slot (manual:, static: without a state file) is the parent's: a child has none of its own to take, so its
+ * calls fail with FORKED, and the parent keeps issuing. */
+static void fixed_slot(const char *store, uint32_t slot) {
+    cosid_config *cfg = NULL;
+    REQUIRE_OK(cosid_config_new(&cfg));
+    REQUIRE_OK(cosid_config_set(cfg, "store", store));
+    cosid_runtime *rt = NULL;
+    REQUIRE_OK(cosid_runtime_new(cfg, &rt));
+    uint64_t before = 0;
+    CHECK_OK(cosid_runtime_next_id(rt, &before));
+    pid_t pid = t_fork();
+    if (pid == 0) {
+        uint64_t id = 7;
+        int ok = cosid_runtime_next_id(rt, &id) == COSID_RESULT_FORKED && id == 7 &&
+                 cosid_runtime_next_id(rt, &id) == COSID_RESULT_FORKED;
+        if (!ok) {
+            fprintf(stderr, "%s: the child issued %" PRIu64 " (%s)\n", store, id, t_last_error());
+        }
+        cosid_runtime_free(rt);
+        _exit(ok ? 0 : 1);
+    }
+    int status = 0;
+    CHECK(waitpid(pid, &status, 0) == pid);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    uint64_t after = 0;
+    CHECK_OK(cosid_runtime_next_id(rt, &after));
+    CHECK(after > before);
+    cosid_status s;
+    CHECK_OK(cosid_runtime_status(rt, &s));
+    CHECK(s.slot == slot);
+    cosid_runtime_free(rt);
+    cosid_config_free(cfg);
+}
+
 int main(void) {
     t_setup();
     per_child = t_env_long("COSID_TEST_IDS", 20000);
     reacquire();
     policy_error();
     memory_store();
+    fixed_slot("manual:3", 3);
+    fixed_slot("static:4", 4);
     CHECK_OK(cosid_shutdown());
     t_cleanup();
     return t_finish("test_fork");

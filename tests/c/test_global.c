@@ -138,7 +138,7 @@ int main(void) {
      * starting runtime is refused instead of waiting for itself. */
     CHECK_OK(cosid_init(cfg));
     CHECK(ev.acquired == 1);
-    CHECK(ev.reentry == COSID_RESULT_INVALID_ARGUMENT);
+    CHECK(ev.reentry == COSID_RESULT_REENTRANT);
     CHECK_OK(cosid_next_id(&id));
     CHECK_OK(cosid_global_status(&s));
     CHECK(s.state == COSID_STATE_ACTIVE);

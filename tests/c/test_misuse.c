@@ -296,12 +296,14 @@ static void last_error(void) {
     const cosid_result codes[] = {COSID_RESULT_OK, COSID_RESULT_NULL_POINTER, COSID_RESULT_INVALID_UTF8,
                                   COSID_RESULT_INVALID_ARGUMENT, COSID_RESULT_BUFFER_TOO_SMALL,
                                   COSID_RESULT_UNKNOWN_KEY, COSID_RESULT_STRING_TOO_LONG,
-                                  COSID_RESULT_ALREADY_INITIALIZED, COSID_RESULT_CONFIG, COSID_RESULT_LAYOUT,
+                                  COSID_RESULT_ALREADY_INITIALIZED, COSID_RESULT_REENTRANT, COSID_RESULT_CONFIG,
+                                  COSID_RESULT_LAYOUT,
                                   COSID_RESULT_INVALID_ID, COSID_RESULT_SLOT_LOST, COSID_RESULT_WINDOW_CLOSED,
                                   COSID_RESULT_BEFORE_WINDOW, COSID_RESULT_CLOCK_MOVED_BACKWARDS,
                                   COSID_RESULT_EXHAUSTED, COSID_RESULT_NAMESPACE_MISMATCH, COSID_RESULT_CLOSED,
                                   COSID_RESULT_FORKED, COSID_RESULT_STORE_UNAVAILABLE, COSID_RESULT_CORRUPT_RECORD,
-                                  COSID_RESULT_STORE, COSID_RESULT_PANIC, COSID_RESULT_INTERNAL};
+                                  COSID_RESULT_STORE, COSID_RESULT_STATE_FILE, COSID_RESULT_STORE_REGRESSION,
+                                  COSID_RESULT_PANIC, COSID_RESULT_INTERNAL};
     for (size_t i = 0; i < sizeof codes / sizeof codes[0]; i++) {
         CHECK(strcmp(cosid_result_name(codes[i]), "UNKNOWN") != 0);
         CHECK(strlen(cosid_result_message(codes[i])) > 3);
