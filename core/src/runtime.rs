@@ -8,7 +8,8 @@ use crate::generator::Generator;
 use crate::id::{Id, Layout};
 use crate::keeper::{Keeper, Listener, Shared, Status};
 use crate::lease::{AcquireRequest, Namespace, NamespaceConfig, Owner};
-use crate::static_slot::{self, StaticKeeper, StaticSpec};
+use crate::host::StoreValue;
+use crate::static_slot::StaticKeeper;
 use crate::store::{self, LeaseStore, StoreUrl};
 use std::future::Future;
 use std::pin::Pin;
@@ -355,9 +356,14 @@ impl Builder {
         let owner = Owner::new(config.owner_key());
         let generator = Generator::new(config.layout, config.clock.clone(), config.waits);
         let (stop, stopped) = watch::channel(false);
-        let static_spec = match (&self.store, &config.store) {
-            (None, Some(url)) => StaticSpec::parse(url, &static_slot::hostname()).transpose()?,
-            _ => None,
+        // One parser for every store value, the one every language's settings use (host::StoreValue).
+        let (static_spec, lease_url) = match (&self.store, &config.store) {
+            (Some(_), _) => (None, None),
+            (None, Some(text)) => match StoreValue::parse(text)? {
+                StoreValue::Static(spec) => (Some(spec), None),
+                StoreValue::Lease(url) => (None, Some(url)),
+            },
+            (None, None) => (None, Some(StoreUrl::default_sqlite()?)),
         };
         let (shared, task): (Arc<Shared>, KeeperTask) = if let Some(spec) = static_spec {
             if u64::from(spec.slot) >= 1u64 << config.bits {
@@ -394,8 +400,8 @@ impl Builder {
             let store = match self.store {
                 Some(s) => s,
                 None => {
-                    let url = match &config.store {
-                        Some(u) => StoreUrl::parse(u)?,
+                    let url = match lease_url {
+                        Some(u) => u,
                         None => StoreUrl::default_sqlite()?,
                     };
                     // Opening is store I/O too: no fork() may copy it half done (see host::fork).
