@@ -859,3 +859,6 @@ fn skew(config: Config, now: Now, store_now: u64) -> Option<Action> {
         },
     ))
 }
+
+#[cfg(test)]
+mod tests;
