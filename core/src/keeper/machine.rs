@@ -11,7 +11,7 @@ use crate::event::Event;
 use crate::keeper::State;
 use crate::lease::{Acquired, SlotLease};
 use crate::store::StoreError;
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 
 /// The least and first retry delay after a failed store call (ms).
 pub const MIN_BACKOFF_MS: u64 = 100;
@@ -194,9 +194,8 @@ pub struct Machine {
     config: Config,
     /// The lease held (or last held, while replacing it).
     lease: Option<SlotLease>,
-    /// For every slot this runtime held: the highest fence and ceiling the store ever granted it. A later grant
-    /// of the same slot below them means the store lost writes.
-    seen: HashMap<u32, (u64, u64)>,
+    /// What the store granted this runtime before.
+    seen: History,
     phase: Phase,
     /// Shutdown was asked during a call that is not interrupted (a give-back): acted on when it returns.
     stopping: bool,
@@ -216,7 +215,7 @@ impl Machine {
         let mut m = Self {
             config,
             lease: None,
-            seen: HashMap::new(),
+            seen: History::default(),
             phase: Phase::Started,
             stopping: false,
         };
@@ -258,7 +257,7 @@ impl Machine {
         let mut m = Self {
             config,
             lease: None,
-            seen: HashMap::new(),
+            seen: History::default(),
             phase: Phase::Started,
             stopping: false,
         };
@@ -295,50 +294,16 @@ impl Machine {
         self.lease.as_ref().map_or(0, |l| l.slot)
     }
 
-    /// Records a lease granted or renewed: the slot's history keeps the highest fence and ceiling.
     fn note(&mut self, lease: &SlotLease) {
-        let entry = self
-            .seen
-            .entry(lease.slot)
-            .or_insert((lease.fence, lease.ceiling));
-        *entry = (entry.0.max(lease.fence), entry.1.max(lease.ceiling));
+        self.seen.note(lease);
     }
 
-    /// The highest ceiling the store ever granted this runtime, on any slot.
     fn highest_ceiling(&self) -> u64 {
-        self.seen.values().map(|&(_, c)| c).max().unwrap_or(0)
+        self.seen.highest_ceiling()
     }
 
-    /// Whether `lease`, a new grant, may be used; if not, what went backwards.
-    ///
-    /// A grant below what this runtime saw of its slot before (a fence not above the one it held, a floor below
-    /// its ceiling) is evidence that the store lost writes. A grant whose floor is at or above every ceiling this
-    /// runtime was ever granted is safe for all it issued whatever its fence: that is what a recovery (a raised
-    /// `not_before`) produces, and taking it ends the recovery in one acquisition. Its slot's history starts over
-    /// from it, so a later loss is measured against the new grant.
     fn check_grant(&mut self, lease: &SlotLease) -> Result<(), String> {
-        let highest = self.highest_ceiling();
-        let Some(&(fence, ceiling)) = self.seen.get(&lease.slot) else {
-            return Ok(());
-        };
-        let evidence = if lease.fence <= fence {
-            format!(
-                "fence {} granted, but this runtime held fence {fence}",
-                lease.fence
-            )
-        } else if lease.floor < ceiling {
-            format!(
-                "floor {} granted, below the ceiling {ceiling} this runtime held",
-                lease.floor
-            )
-        } else {
-            return Ok(());
-        };
-        if lease.floor >= highest {
-            self.seen.insert(lease.slot, (lease.fence, lease.ceiling));
-            return Ok(());
-        }
-        Err(evidence)
+        self.seen.check_grant(lease)
     }
 
     /// Feeds one input at `now`; returns what to do, in order.
@@ -830,6 +795,67 @@ impl Machine {
                 },
             },
         }
+    }
+}
+
+/// For every slot a runtime held: the highest fence and ceiling the store ever granted it. A later grant of the
+/// same slot below them means the store lost writes. (Public for the model check, which keeps a runtime's history
+/// in its own state and asks this type for the verdict on each grant.)
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub struct History {
+    seen: BTreeMap<u32, (u64, u64)>,
+}
+
+impl History {
+    /// Records a lease granted or renewed: the slot's history keeps the highest fence and ceiling.
+    pub fn note(&mut self, lease: &SlotLease) {
+        let entry = self
+            .seen
+            .entry(lease.slot)
+            .or_insert((lease.fence, lease.ceiling));
+        *entry = (entry.0.max(lease.fence), entry.1.max(lease.ceiling));
+    }
+
+    /// The highest fence and ceiling granted on `slot`, if it was ever held.
+    pub fn slot(&self, slot: u32) -> Option<(u64, u64)> {
+        self.seen.get(&slot).copied()
+    }
+
+    /// The highest ceiling the store ever granted this runtime, on any slot.
+    pub fn highest_ceiling(&self) -> u64 {
+        self.seen.values().map(|&(_, c)| c).max().unwrap_or(0)
+    }
+
+    /// Whether `lease`, a new grant, may be used; if not, what went backwards.
+    ///
+    /// A grant below what this runtime saw of its slot before (a fence not above the one it held, a floor below
+    /// its ceiling) is evidence that the store lost writes. A grant whose floor is at or above every ceiling this
+    /// runtime was ever granted is safe for all it issued whatever its fence: that is what a recovery (a raised
+    /// `not_before`) produces, and taking it ends the recovery in one acquisition. Its slot's history starts over
+    /// from it, so a later loss is measured against the new grant.
+    pub fn check_grant(&mut self, lease: &SlotLease) -> Result<(), String> {
+        let highest = self.highest_ceiling();
+        let Some(&(fence, ceiling)) = self.seen.get(&lease.slot) else {
+            return Ok(());
+        };
+        let evidence = if lease.fence <= fence {
+            format!(
+                "fence {} granted, but this runtime held fence {fence}",
+                lease.fence
+            )
+        } else if lease.floor < ceiling {
+            format!(
+                "floor {} granted, below the ceiling {ceiling} this runtime held",
+                lease.floor
+            )
+        } else {
+            return Ok(());
+        };
+        if lease.floor >= highest {
+            self.seen.insert(lease.slot, (lease.fence, lease.ceiling));
+            return Ok(());
+        }
+        Err(evidence)
     }
 }
 
