@@ -22,7 +22,7 @@ mod file_identity;
 pub mod generator;
 pub mod host;
 pub mod id;
-mod keeper;
+pub mod keeper;
 pub mod lease;
 pub mod migrate;
 mod runtime;

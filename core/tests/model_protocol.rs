@@ -2,8 +2,15 @@
 //!
 //! The store's side of the model calls the real rules, `cosid::lease::protocol::{acquire, renew, release}`, over
 //! real `SlotRecord`s; the holders' side transcribes what the keeper and generator do (issue only inside the window
-//! and never below the last timestamp, check every grant for regression, seal and release with the exact last
-//! timestamp). Every state reachable within the bounds below is visited.
+//! and never below the last timestamp, seal and release with the exact last timestamp) and checks every grant for
+//! regression with the keeper's own `cosid::keeper::machine::History`. Every state reachable within the bounds
+//! below is visited.
+//!
+//! The holders are not the whole keeper machine (which the simulation drives): the model lets a holder send a
+//! renewal or an acquisition at any moment, any number of times, which covers every schedule the machine's timers
+//! and back-off can produce, and keeps the state small enough to explore exhaustively (the machine's times and
+//! back-off values would multiply it). What the model does not cover is the recovery after lost writes (raising
+//! `not_before`): its store never loses writes, so a refused grant only sends the holder back to acquiring.
 //!
 //! What the adversary controls:
 //!
@@ -31,6 +38,7 @@
 //! model keeps one bit per timestamp instead of the history of every binding. The bounds are the constants below;
 //! `cargo test -p cosid --test model_protocol -- --nocapture` prints the state counts.
 
+use cosid::keeper::machine::History;
 use cosid::lease::protocol;
 use cosid::lease::{AcquireRequest, Namespace, NamespaceRecord, Owner, SlotLease, SlotRecord};
 use stateright::{Checker, HasDiscoveries, Model, Path, Property};
@@ -283,6 +291,24 @@ impl ProtocolModel {
         }
     }
 
+    /// A runtime's grant history, as the keeper keeps it, from the holder's compact copy.
+    fn history(&self, seen: Option<(u8, u8)>) -> History {
+        let mut history = History::default();
+        if let Some((fence, ceiling)) = seen {
+            history.note(&self.slot_lease(&Lease {
+                inc: 0,
+                fence,
+                floor: 0,
+                ceiling,
+            }));
+        }
+        history
+    }
+
+    fn seen(history: &History) -> Option<(u8, u8)> {
+        history.slot(0).map(|(f, c)| (small(f), small(c)))
+    }
+
     /// Writes the slot record, keeping the history the properties read.
     fn write(&self, s: &mut State, record: &SlotRecord) {
         let new = Self::rec(record);
@@ -385,28 +411,26 @@ impl ProtocolModel {
         let mut holder = s.holders[h];
         match (msg, holder.phase) {
             (Msg::Granted { lease }, Phase::Acquiring) => {
-                // The keeper's regression check: a grant below what this runtime held is refused and given back.
+                // The keeper's regression check, the real one (`keeper::machine::History`): a grant below what
+                // this runtime held is refused and given back with the highest ceiling it held.
+                let mut history = self.history(holder.seen);
+                let granted = self.slot_lease(&lease);
                 let regressed = self.variant != Variant::NoRegressionCheck
-                    && holder.seen.is_some_and(|(fence, ceiling)| {
-                        lease.fence <= fence || lease.floor < ceiling
-                    });
+                    && history.check_grant(&granted).is_err();
                 if regressed {
-                    let ceiling = holder.seen.map_or(lease.ceiling, |(_, c)| c);
                     send(
                         s,
                         Msg::Release {
                             inc,
                             fence: lease.fence,
-                            last: Some(ceiling),
+                            last: Some(small(history.highest_ceiling())),
                         },
                     );
                     holder.phase = Phase::Idle;
                 } else {
+                    history.note(&granted);
                     holder.phase = Phase::Holding { lease, last: None };
-                    holder.seen = Some(match holder.seen {
-                        Some((f, c)) => (f.max(lease.fence), c.max(lease.ceiling)),
-                        None => (lease.fence, lease.ceiling),
-                    });
+                    holder.seen = Self::seen(&history);
                 }
             }
             (Msg::Renewed { lease: r }, Phase::Holding { lease, last })
@@ -418,7 +442,9 @@ impl ProtocolModel {
                     ..lease
                 };
                 holder.phase = Phase::Holding { lease, last };
-                holder.seen = holder.seen.map(|(f, c)| (f, c.max(r.ceiling)));
+                let mut history = self.history(holder.seen);
+                history.note(&self.slot_lease(&r));
+                holder.seen = Self::seen(&history);
             }
             (Msg::Lost { fence, .. }, Phase::Holding { lease, .. }) if fence == lease.fence => {
                 // No switch to keep issuing on a lost lease: close, then look for a new one.

@@ -3,8 +3,9 @@
 //!
 //! One seed drives everything: the same seed replays the same run, step for step. Time is global simulated
 //! milliseconds; the store's clock and each holder's wall clock are global time plus an offset that jumps. Holders
-//! use the real `cosid::generator::Generator`; their keeper is modelled here, following `core/src/keeper.rs`
-//! (acquire, renew at ttl/3 with back-off, invalidate on a lost lease, seal then release at shutdown).
+//! use the real `cosid::generator::Generator` and the real keeper's decisions, `cosid::keeper::machine`; this
+//! module is their shell, as `core/src/keeper.rs` is in a runtime: it carries the machine's store calls over the
+//! simulated network, its sleeps on global time, and its window changes to the generator.
 
 pub mod checker;
 pub mod clock;
@@ -14,14 +15,16 @@ pub use checker::Kind;
 use checker::{Checker, Violation};
 use clock::{CallEvent, SimClock, Trap};
 use cosid::generator::{Generator, Waits, Window};
+use cosid::keeper::machine::{self, Action, Input, Machine, Now};
 use cosid::lease::{AcquireRequest, Acquired, Namespace, NamespaceConfig, Owner, SlotLease};
+use cosid::store::StoreError;
 use cosid::{Error, Id, Layout, Tick};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::Duration;
-use store::{Change, Failure, SimStore, Variant};
+use store::{Failure, SimStore, Variant};
 use uuid::Uuid;
 
 pub use store::Variant as ProtocolVariant;
@@ -177,13 +180,17 @@ enum Op {
     Acquire(AcquireRequest),
     Renew(SlotLease),
     Release(SlotLease, Option<u64>),
+    Inspect,
+    RaiseNotBefore(u64),
 }
 
 #[derive(Debug, Clone)]
 enum Answer {
     Acquired(Result<Acquired, Failure>),
     Renewed(Result<SlotLease, Failure>),
-    Released,
+    Released(Result<(), Failure>),
+    Inspected(u64),
+    Raised(Result<(), Failure>),
 }
 
 #[derive(Debug, Clone)]
@@ -207,28 +214,53 @@ struct Msg {
 // ---------------------------------------------------------------------------------------------------------------
 // Holders.
 
-#[derive(Debug)]
-enum Keeper {
-    /// Looking for a slot: `outstanding` is the request awaited and its deadline.
-    Acquiring {
-        outstanding: Option<(u64, u64)>,
-        next_try: u64,
-        backoff: u64,
-    },
-    /// Holding `lease`, renewing it.
-    Active {
-        lease: SlotLease,
-        renew_at: u64,
-        outstanding: Option<(u64, u64)>,
-        backoff: u64,
-    },
+/// A store call of the keeper's.
+#[derive(Debug, Clone, Copy)]
+enum CallKind {
+    Acquire,
+    Renew,
+    Release,
+    Inspect,
+    Raise,
 }
 
+impl CallKind {
+    /// The machine's input for this call failing with `error`.
+    fn failed(self, error: StoreError) -> Input {
+        match self {
+            CallKind::Acquire => Input::Acquired(Err(error)),
+            CallKind::Renew => Input::Renewed(Err(error)),
+            CallKind::Release => Input::Released(Err(error)),
+            CallKind::Inspect => Input::Inspected(Err(error)),
+            CallKind::Raise => Input::RaisedNotBefore(Err(error)),
+        }
+    }
+}
+
+/// What the keeper's machine waits for.
+#[derive(Debug)]
+enum Waiting {
+    /// A store call: the request's id, its kind, the slot it is about (for errors), and when the keeper gives up
+    /// on it.
+    Call {
+        req: u64,
+        kind: CallKind,
+        slot: u32,
+        deadline: u64,
+    },
+    /// A sleep, until this global time.
+    Sleep(u64),
+    /// Nothing: the machine is done.
+    Nothing,
+}
 #[derive(Debug)]
 struct Process {
     owner: Owner,
     generator: Arc<Generator>,
-    keeper: Keeper,
+    machine: Machine,
+    waiting: Waiting,
+    /// The lease the generator is bound to (as the runtime's status shows it), if any.
+    bound: Option<SlotLease>,
     /// Set on resuming from a pause past the lease's expiry: the lease it is still bound to.
     zombie: Option<(u32, u64)>,
 }
@@ -469,25 +501,47 @@ impl World {
                 Answer::Renewed(r.map(|(l, _)| l))
             }
             Op::Release(lease, last) => {
-                if let Ok(change) = self.store.release(&lease, last) {
+                let r = self.store.release(&lease, last);
+                if let Ok(change) = &r {
                     self.stats.releases += 1;
-                    self.checker.on_release(&change);
-                    let Change { after, .. } = change;
+                    self.checker.on_release(change);
+                    let next_floor = change.after.next_floor;
                     self.log(|| {
                         format!(
-                            "store: release slot {} fence {} last {last:?} -> next_floor {} (holder {})",
-                            lease.slot, lease.fence, after.next_floor, msg.holder
+                            "store: release slot {} fence {} last {last:?} -> next_floor {next_floor} (holder {})",
+                            lease.slot, lease.fence, msg.holder
                         )
                     });
                 }
-                Answer::Released
+                Answer::Released(r.map(|_| ()))
+            }
+            Op::Inspect => Answer::Inspected(now),
+            Op::RaiseNotBefore(bound) => {
+                let r = self.store.raise_not_before(bound);
+                self.log(|| format!("store: raise not_before to {bound}: {r:?}"));
+                Answer::Raised(r)
             }
         };
         let (holder, incarnation, req) = (msg.holder, msg.incarnation, msg.req);
         self.send(holder, incarnation, req, Body::Reply { answer });
     }
 
-    // -- the keeper -------------------------------------------------------------------------------------------
+    // -- the keeper: a shell around the real machine ---------------------------------------------------------
+
+    fn keeper_config(&self) -> machine::Config {
+        machine::Config {
+            ttl_ms: self.p.ttl,
+            tolerance_ms: self.p.tolerance,
+        }
+    }
+
+    /// The keeper's time: monotonic timers on global time, as tokio's are, and the holder's wall clock.
+    fn keeper_now(&self, h: usize) -> Now {
+        Now {
+            mono_ms: self.now,
+            wall_ms: self.holders[h].wall(self.now),
+        }
+    }
 
     fn request(&mut self, h: usize, op: Op) -> u64 {
         self.next_req += 1;
@@ -497,202 +551,204 @@ impl World {
         req
     }
 
-    /// Renewal and retry timers (monotonic: global time, as tokio's timers are).
+    /// Timers (monotonic: global time, as tokio's timers are): a sleep that is over, or a call not answered in
+    /// time, which the keeper gives up on as `Unavailable` (the machine bounds its calls; an acquisition is
+    /// bounded by the network timeout of the store's driver).
     fn keeper_timers(&mut self, h: usize) {
         let now = self.now;
-        let (ttl, timeout) = (self.p.ttl, self.p.timeout);
-        let holder = &mut self.holders[h];
+        let holder = &self.holders[h];
         if holder.keeper_paused_until > now {
             return;
         }
-        let Some(process) = holder.process.as_mut() else {
+        let Some(process) = holder.process.as_ref() else {
             return;
         };
-        let preferred = holder.preferred;
-        let op = match &mut process.keeper {
-            Keeper::Acquiring {
-                outstanding,
-                next_try,
-                backoff,
-            } => {
-                if let Some((_, deadline)) = *outstanding {
-                    if deadline > now {
-                        return;
-                    }
-                    *outstanding = None;
-                    *next_try = now + *backoff;
-                    *backoff = (*backoff * 2).min(ttl / 6).max(100);
-                }
-                if *next_try > now {
-                    return;
-                }
-                Op::Acquire(AcquireRequest {
-                    owner: process.owner.clone(),
-                    ttl_ms: ttl,
-                    preferred_slot: preferred,
+        let input = match process.waiting {
+            Waiting::Sleep(t) if t <= now => Input::TimerFired,
+            Waiting::Call { kind, deadline, .. } if deadline <= now => {
+                kind.failed(StoreError::Unavailable {
+                    store: "sim",
+                    source: "no answer in time".into(),
                 })
             }
-            Keeper::Active {
-                lease,
-                renew_at,
-                outstanding,
-                backoff,
-            } => {
-                if let Some((_, deadline)) = *outstanding {
-                    if deadline > now {
-                        return;
-                    }
-                    // RenewFailed: retry with back-off; the generator keeps issuing up to the ceiling.
-                    *outstanding = None;
-                    *renew_at = now + *backoff;
-                    *backoff = (*backoff * 2).min(ttl / 6).max(100);
+            _ => return,
+        };
+        self.feed(h, input);
+    }
+
+    /// Feeds one input to holder `h`'s machine and carries out the actions.
+    fn feed(&mut self, h: usize, input: Input) {
+        let now = self.keeper_now(h);
+        let process = self.holders[h].process.as_mut().unwrap();
+        process.waiting = Waiting::Nothing;
+        let actions = process.machine.handle(now, input);
+        self.carry_out(h, actions);
+    }
+
+    fn carry_out(&mut self, h: usize, actions: Vec<Action>) {
+        let mut queue: std::collections::VecDeque<Action> = actions.into();
+        while let Some(action) = queue.pop_front() {
+            let ttl = self.p.ttl;
+            let timeout = self.p.timeout;
+            let now = self.now;
+            let keeper_now = self.keeper_now(h);
+            let process = self.holders[h].process.as_mut().unwrap();
+            let incarnation = process.owner.incarnation;
+            let slot = process.machine.lease().map_or(0, |l| l.slot);
+            let (op, kind, bound) = match action {
+                Action::Acquire => {
+                    let op = Op::Acquire(AcquireRequest {
+                        owner: process.owner.clone(),
+                        ttl_ms: ttl,
+                        preferred_slot: self.holders[h].preferred,
+                    });
+                    (op, CallKind::Acquire, timeout)
                 }
-                if *renew_at > now {
+                Action::Renew { lease, timeout_ms } => {
+                    (Op::Renew(lease), CallKind::Renew, timeout_ms)
+                }
+                Action::Release {
+                    lease,
+                    last,
+                    timeout_ms,
+                } => (Op::Release(lease, last), CallKind::Release, timeout_ms),
+                Action::Inspect { timeout_ms } => (Op::Inspect, CallKind::Inspect, timeout_ms),
+                Action::RaiseNotBefore { bound, timeout_ms } => {
+                    (Op::RaiseNotBefore(bound), CallKind::Raise, timeout_ms)
+                }
+                Action::SleepUntil(t) => {
+                    process.waiting = Waiting::Sleep(t);
+                    continue;
+                }
+                Action::Bind(lease) => {
+                    assert!(
+                        process.generator.is_closed(),
+                        "binding a generator that is still open"
+                    );
+                    process.generator.bind(Window {
+                        slot: lease.slot,
+                        floor_ms: lease.floor,
+                        ceiling_ms: lease.ceiling,
+                    });
+                    self.checker.on_window(
+                        incarnation,
+                        lease.slot,
+                        lease.fence,
+                        lease.floor,
+                        lease.ceiling,
+                    );
+                    self.log(|| {
+                        format!(
+                            "holder {h}: bound slot {} fence {} ({}, {}]",
+                            lease.slot, lease.fence, lease.floor, lease.ceiling
+                        )
+                    });
+                    continue;
+                }
+                Action::Extend(lease) => {
+                    process.generator.extend(lease.ceiling);
+                    self.checker.on_window(
+                        incarnation,
+                        lease.slot,
+                        lease.fence,
+                        lease.floor,
+                        lease.ceiling,
+                    );
+                    continue;
+                }
+                Action::Invalidate => {
+                    process.generator.invalidate();
+                    continue;
+                }
+                Action::Seal => {
+                    let was_closed = process.generator.is_closed();
+                    let last = process.generator.seal();
+                    let actions = process
+                        .machine
+                        .handle(keeper_now, Input::Sealed { was_closed, last });
+                    queue.extend(actions);
+                    continue;
+                }
+                Action::SetLease(lease, _) => {
+                    process.bound = Some(lease);
+                    continue;
+                }
+                Action::SetState(state) => {
+                    if !matches!(state, cosid::State::Active | cosid::State::Renewing) {
+                        process.bound = None;
+                    }
+                    continue;
+                }
+                Action::Emit(event) => {
+                    self.log(|| format!("holder {h}: event {event}"));
+                    continue;
+                }
+                Action::Log(_, line) => {
+                    self.log(|| format!("holder {h}: {line}"));
+                    continue;
+                }
+                Action::Started(Ok(acquired)) => {
+                    // As the runtime does: install the first lease, then run the keeper from it.
+                    let config = self.keeper_config();
+                    let now = self.keeper_now(h);
+                    let (running, first) = Machine::running(config, now, acquired.lease.clone());
+                    self.holders[h].process.as_mut().unwrap().machine = running;
+                    queue.extend(Machine::install(config, now, &acquired));
+                    queue.extend(first);
+                    continue;
+                }
+                Action::Started(Err(e)) => {
+                    // The runtime's build fails with the error; the application tries again later.
+                    let restart = self.rng.random_range(0..2 * ttl);
+                    let holder = &mut self.holders[h];
+                    holder.process = None;
+                    holder.restart_at = now + restart;
+                    self.log(|| format!("holder {h}: start failed: {e}"));
                     return;
                 }
-                Op::Renew(lease.clone())
-            }
-        };
-        let req = self.request(h, op);
-        let process = self.holders[h].process.as_mut().unwrap();
-        match &mut process.keeper {
-            Keeper::Acquiring { outstanding, .. } | Keeper::Active { outstanding, .. } => {
-                *outstanding = Some((req, now + timeout));
-            }
+                Action::Finished(_) => {
+                    process.waiting = Waiting::Nothing;
+                    continue;
+                }
+            };
+            let req = self.request(h, op);
+            let process = self.holders[h].process.as_mut().unwrap();
+            process.waiting = Waiting::Call {
+                req,
+                kind,
+                slot,
+                deadline: now + bound,
+            };
         }
     }
 
     fn on_answer(&mut self, h: usize, incarnation: Uuid, req: u64, answer: Answer) {
-        let now = self.now;
-        let ttl = self.p.ttl;
         let Some(process) = self.holders[h].process.as_mut() else {
             return;
         };
         if process.owner.incarnation != incarnation {
             return; // An answer to a process that died.
         }
-        match (answer, &mut process.keeper) {
-            (
-                Answer::Acquired(result),
-                Keeper::Acquiring {
-                    outstanding,
-                    next_try,
-                    backoff,
-                },
-            ) => {
-                if outstanding.map(|(r, _)| r) != Some(req) {
-                    // The keeper awaits one acquisition at a time; a late answer to an abandoned one is dropped.
-                    self.stats.stale_replies += 1;
-                    return;
-                }
-                *outstanding = None;
-                match result {
-                    Ok(acquired) => {
-                        let lease = acquired.lease;
-                        assert!(
-                            process.generator.is_closed(),
-                            "binding a generator that is still open"
-                        );
-                        process.generator.bind(Window {
-                            slot: lease.slot,
-                            floor_ms: lease.floor,
-                            ceiling_ms: lease.ceiling,
-                        });
-                        self.checker.on_window(
-                            incarnation,
-                            lease.slot,
-                            lease.fence,
-                            lease.floor,
-                            lease.ceiling,
-                        );
-                        let line = format!(
-                            "holder {h}: bound slot {} fence {} ({}, {}]",
-                            lease.slot, lease.fence, lease.floor, lease.ceiling
-                        );
-                        process.keeper = Keeper::Active {
-                            lease,
-                            renew_at: now + ttl / 3,
-                            outstanding: None,
-                            backoff: 100,
-                        };
-                        self.log(|| line);
-                    }
-                    Err(Failure::Exhausted {
-                        earliest_expiry,
-                        store_now,
-                    }) => {
-                        *next_try = now
-                            + earliest_expiry
-                                .saturating_sub(store_now)
-                                .saturating_add(1)
-                                .clamp(100, ttl / 3);
-                    }
-                    Err(_) => {
-                        *next_try = now + *backoff;
-                        *backoff = (*backoff * 2).min(ttl / 6).max(100);
-                    }
-                }
-            }
-            (
-                Answer::Renewed(result),
-                Keeper::Active {
-                    lease,
-                    renew_at,
-                    outstanding,
-                    backoff,
-                },
-            ) => {
-                // Any answer about the lease held now is true of it, late or not: a renewal the store applied
-                // belongs to this lease, and a lease found lost never comes back.
-                let current = outstanding.map(|(r, _)| r) == Some(req);
-                let about = match &result {
-                    Ok(renewed) => renewed.slot == lease.slot && renewed.fence == lease.fence,
-                    Err(_) => current,
-                };
-                if !about {
-                    self.stats.stale_replies += 1;
-                    return;
-                }
-                if !current {
-                    self.stats.stale_replies += 1;
-                }
-                match result {
-                    Ok(renewed) => {
-                        process.generator.extend(renewed.ceiling);
-                        self.checker.on_window(
-                            incarnation,
-                            renewed.slot,
-                            renewed.fence,
-                            renewed.floor,
-                            renewed.ceiling,
-                        );
-                        *lease = renewed;
-                        if current {
-                            *outstanding = None;
-                            *renew_at = now + ttl / 3;
-                            *backoff = 100;
-                        }
-                    }
-                    Err(Failure::Lost(_) | Failure::Corrupt(_)) => {
-                        // SlotLost: fail every call at once, then look for a new slot.
-                        let slot = lease.slot;
-                        process.generator.invalidate();
-                        process.keeper = Keeper::Acquiring {
-                            outstanding: None,
-                            next_try: now,
-                            backoff: 100,
-                        };
-                        self.log(|| format!("holder {h}: lost slot {slot}"));
-                    }
-                    Err(_) => {
-                        *outstanding = None;
-                        *renew_at = now + *backoff;
-                        *backoff = (*backoff * 2).min(ttl / 6).max(100);
-                    }
-                }
-            }
-            _ => self.stats.stale_replies += 1,
+        let Waiting::Call {
+            req: awaited, slot, ..
+        } = process.waiting
+        else {
+            self.stats.stale_replies += 1;
+            return;
+        };
+        if awaited != req {
+            // The keeper awaits one call at a time; a late answer to an abandoned one is dropped.
+            self.stats.stale_replies += 1;
+            return;
         }
+        let input = match answer {
+            Answer::Acquired(r) => Input::Acquired(r.map_err(|f| f.into_error(slot))),
+            Answer::Renewed(r) => Input::Renewed(r.map_err(|f| f.into_error(slot))),
+            Answer::Released(r) => Input::Released(r.map_err(|f| f.into_error(slot))),
+            Answer::Inspected(store_now) => Input::Inspected(Ok(store_now)),
+            Answer::Raised(r) => Input::RaisedNotBefore(r.map_err(|f| f.into_error(slot))),
+        };
+        self.feed(h, input);
     }
 
     // -- lifecycle --------------------------------------------------------------------------------------------
@@ -719,17 +775,20 @@ impl World {
                     window: Duration::from_millis(self.p.step * 4),
                 },
             );
+            // As `Runtime::build`: the first acquisition, bounded by the acquire timeout (a ttl by default).
+            let (machine, actions) =
+                Machine::start(self.keeper_config(), self.keeper_now(h), self.p.ttl);
+            let holder = &mut self.holders[h];
             holder.process = Some(Process {
                 owner,
                 generator: Arc::new(generator),
-                keeper: Keeper::Acquiring {
-                    outstanding: None,
-                    next_try: now,
-                    backoff: 100,
-                },
+                machine,
+                waiting: Waiting::Nothing,
+                bound: None,
                 zombie: None,
             });
             self.log(|| format!("holder {h}: started"));
+            self.carry_out(h, actions);
             return;
         }
         if holder.paused_until != 0 && holder.paused_until <= now {
@@ -745,7 +804,7 @@ impl World {
         let Some(process) = self.holders[h].process.as_mut() else {
             return false;
         };
-        let Keeper::Active { lease, .. } = &process.keeper else {
+        let Some(lease) = &process.bound else {
             return false;
         };
         if self.store.is_live(lease, store_now) {
@@ -770,39 +829,28 @@ impl World {
         }
     }
 
-    /// Ordered shutdown, as `Runtime::shutdown`: seal, then release with the exact last timestamp.
+    /// Ordered shutdown, as `Runtime::shutdown`: the keeper's machine seals, then releases with the exact last
+    /// timestamp. The process exits once the release is sent (its answer changes nothing).
     fn shutdown(&mut self, h: usize) {
         let restart = self.rng.random_range(0..2 * self.p.ttl);
-        let holder = &mut self.holders[h];
+        let holder = &self.holders[h];
         if holder.keeper_paused_until > self.now {
             return;
         }
-        let Some(process) = holder.process.take() else {
+        let Some(process) = holder.process.as_ref() else {
             return;
         };
-        holder.restart_at = self.now + restart;
-        holder.paused_until = 0;
-        self.stats.shutdowns += 1;
-        let was_closed = process.generator.is_closed();
-        let last = process.generator.seal();
-        if let (Keeper::Active { lease, .. }, false) = (&process.keeper, was_closed) {
-            let lease = lease.clone();
-            self.log(|| {
-                format!(
-                    "holder {h}: shutdown, releasing slot {} with last {last:?}",
-                    lease.slot
-                )
-            });
-            self.next_req += 1;
-            let req = self.next_req;
-            self.send(
-                h,
-                process.owner.incarnation,
-                req,
-                Body::Request {
-                    op: Op::Release(lease, last),
-                },
-            );
+        if !process.machine.interruptible() {
+            // The keeper finishes the call it is in first (as the runtime's does); shutdown comes later.
+            return;
+        }
+        self.log(|| format!("holder {h}: shutdown"));
+        self.feed(h, Input::Shutdown);
+        let holder = &mut self.holders[h];
+        if holder.process.take().is_some() {
+            holder.restart_at = self.now + restart;
+            holder.paused_until = 0;
+            self.stats.shutdowns += 1;
         }
     }
 
@@ -812,7 +860,7 @@ impl World {
         self.holders[h]
             .process
             .as_ref()
-            .is_some_and(|p| matches!(p.keeper, Keeper::Active { .. }))
+            .is_some_and(|p| p.bound.is_some())
     }
 
     fn can_issue(&self, h: usize) -> bool {
@@ -831,6 +879,10 @@ impl World {
             if self.rng.random_bool(0.5) {
                 self.now += (self.p.step / 6).max(1);
                 self.deliver();
+                // An answer may have ended the process (a start that failed).
+                if !self.can_issue(h) {
+                    return;
+                }
             }
             if !self.trapped && self.rng.random_bool(0.01) {
                 self.issue_with_trap(h);
@@ -871,10 +923,7 @@ impl World {
     /// Whether this call is a zombie's (counted once per pause).
     fn zombie_call(&mut self, h: usize) -> bool {
         let process = self.holders[h].process.as_mut().unwrap();
-        let bound = match &process.keeper {
-            Keeper::Active { lease, .. } => Some((lease.slot, lease.fence)),
-            Keeper::Acquiring { .. } => None,
-        };
+        let bound = process.bound.as_ref().map(|l| (l.slot, l.fence));
         match process.zombie.take() {
             Some(z) if Some(z) == bound => {
                 self.stats.zombie_calls += 1;
@@ -923,10 +972,7 @@ impl World {
         let incarnation = process.owner.incarnation;
         let generator = process.generator.clone();
         let clock = holder.clock.clone();
-        let lease = match &process.keeper {
-            Keeper::Active { lease, .. } => Some(lease.clone()),
-            Keeper::Acquiring { .. } => None,
-        };
+        let lease = process.bound.clone();
         clock.set(holder.wall(self.now));
         let zombie = self.zombie_call(h);
 

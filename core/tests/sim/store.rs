@@ -33,7 +33,53 @@ pub enum Failure {
     },
     Lost(String),
     Corrupt(String),
+    Regression(String),
+    NotBeforeLowered {
+        stored: u64,
+        requested: u64,
+    },
     Other(String),
+}
+
+impl Failure {
+    /// The store error this answer stands for, as the keeper's machine is fed it.
+    pub fn into_error(self, slot: u32) -> StoreError {
+        match self {
+            Failure::Exhausted {
+                earliest_expiry,
+                store_now,
+            } => StoreError::Exhausted {
+                namespace: "sim".into(),
+                slots: 2,
+                earliest_expiry,
+                store_now,
+            },
+            Failure::Lost(reason) => StoreError::LeaseLost {
+                namespace: "sim".into(),
+                slot,
+                reason,
+            },
+            Failure::Corrupt(detail) => StoreError::Corrupt {
+                store: KIND,
+                what: format!("slot {slot}"),
+                detail,
+            },
+            Failure::Regression(detail) => StoreError::Regression {
+                store: KIND,
+                what: format!("slot {slot}"),
+                detail,
+            },
+            Failure::NotBeforeLowered { stored, requested } => StoreError::NotBeforeLowered {
+                namespace: "sim".into(),
+                stored,
+                requested,
+            },
+            Failure::Other(detail) => StoreError::Unavailable {
+                store: KIND,
+                source: detail.into(),
+            },
+        }
+    }
 }
 
 impl From<StoreError> for Failure {
@@ -49,6 +95,10 @@ impl From<StoreError> for Failure {
             },
             StoreError::LeaseLost { reason, .. } => Failure::Lost(reason),
             StoreError::Corrupt { detail, .. } => Failure::Corrupt(detail),
+            StoreError::Regression { detail, .. } => Failure::Regression(detail),
+            StoreError::NotBeforeLowered {
+                stored, requested, ..
+            } => Failure::NotBeforeLowered { stored, requested },
             other => Failure::Other(other.to_string()),
         }
     }
@@ -175,6 +225,20 @@ impl SimStore {
             before: current,
             after,
         })
+    }
+
+    /// Raises the namespace's `not_before`, as a keeper recovering from lost writes asks (never lowers it).
+    pub fn raise_not_before(&mut self, bound: u64) -> Result<(), Failure> {
+        let mut ns = protocol::check_namespace(&self.namespace, self.record, &self.config)?;
+        if ns.not_before > bound {
+            return Err(Failure::NotBeforeLowered {
+                stored: ns.not_before,
+                requested: bound,
+            });
+        }
+        ns.not_before = bound;
+        self.record = Some(ns);
+        Ok(())
     }
 
     /// Whether `lease` is still the live holder of its slot at store time `now`.
