@@ -126,9 +126,10 @@ impl Nemesis {
     }
 
     /// The next fault. Kinds come from a shuffled deck of the store's kinds, so every kind occurs once in every
-    /// deck's worth of faults, in a random order. `eligible` says whether a worker can take a worker fault now (a worker already
-    /// stopped is not stopped again); a kind with no eligible worker is put back and the next one drawn.
-    pub fn next(&mut self, eligible: impl Fn(Kind, usize) -> bool) -> Fault {
+    /// deck's worth of faults, in a random order. `eligible` says whether a fault can be injected now: a worker fault
+    /// on that worker (a worker already stopped is not stopped again), or a store fault (`None`: no file replaced
+    /// while it has a second name); a kind that is not eligible (on any worker) is put back and the next one drawn.
+    pub fn next(&mut self, eligible: impl Fn(Kind, Option<usize>) -> bool) -> Fault {
         for _ in 0..self.kinds.len() * 2 {
             if self.deck.is_empty() {
                 self.deck = self.kinds.clone();
@@ -136,28 +137,37 @@ impl Nemesis {
             }
             let kind = self.deck.pop().expect("refilled above");
             let worker = if kind.targets_worker() {
-                let candidates: Vec<usize> =
-                    (0..self.workers).filter(|&w| eligible(kind, w)).collect();
+                let candidates: Vec<usize> = (0..self.workers)
+                    .filter(|&w| eligible(kind, Some(w)))
+                    .collect();
                 if candidates.is_empty() {
                     // Try it again later in this deck.
                     self.deck.insert(0, kind);
                     continue;
                 }
                 Some(candidates[self.rng.random_range(0..candidates.len())])
-            } else {
+            } else if eligible(kind, None) {
                 None
+            } else {
+                self.deck.insert(0, kind);
+                continue;
             };
             return self.shape(kind, worker);
         }
-        // Every worker fault is blocked (all workers stopped): fall back on the store's first fault that needs no
-        // worker (every store has one).
-        let fallback = self
+        // Every fault of the deck is blocked (all workers stopped, say): fall back on the store's first eligible
+        // fault that needs no worker, else on killing a worker (a stopped one dies as well).
+        match self
             .kinds
             .iter()
             .copied()
-            .find(|k| !k.targets_worker())
-            .unwrap_or(Kind::DropConnections);
-        self.shape(fallback, None)
+            .find(|&k| !k.targets_worker() && eligible(k, None))
+        {
+            Some(k) => self.shape(k, None),
+            None => {
+                let w = self.rng.random_range(0..self.workers);
+                self.shape(Kind::Kill, Some(w))
+            }
+        }
     }
 
     fn shape(&mut self, kind: Kind, worker: Option<usize>) -> Fault {
@@ -263,18 +273,24 @@ mod tests {
     fn a_worker_that_is_not_eligible_is_never_chosen() {
         let mut n = Nemesis::new(5, Duration::from_secs(3), 4, Store::Redis.kinds());
         for _ in 0..200 {
-            let f = n.next(|k, w| k != Kind::Pause || w == 2);
+            let f = n.next(|k, w| k != Kind::Pause || w == Some(2));
             if f.kind == Kind::Pause {
                 assert_eq!(f.worker, Some(2));
             }
         }
-        let mut n = Nemesis::new(5, Duration::from_secs(3), 4, Store::Redis.kinds());
-        for _ in 0..50 {
-            assert!(!n.next(|_, _| false).kind.targets_worker());
+        // No worker eligible: a store fault.
+        for store in [Store::Redis, Store::Sqlite] {
+            let mut n = Nemesis::new(5, Duration::from_secs(3), 8, store.kinds());
+            for _ in 0..50 {
+                assert!(!n.next(|_, w| w.is_none()).kind.targets_worker());
+            }
         }
+        // No file fault while the file has a second name, and, with nothing else eligible, a kill.
         let mut n = Nemesis::new(5, Duration::from_secs(3), 8, Store::Sqlite.kinds());
         for _ in 0..50 {
-            assert!(!n.next(|_, _| false).kind.targets_worker());
+            let f = n.next(|k, _| !matches!(k, Kind::FileLink | Kind::FileReplace));
+            assert!(matches!(f.kind, Kind::Pause | Kind::Kill), "{f:?}");
+            assert_eq!(n.next(|_, _| false).kind, Kind::Kill);
         }
     }
 }

@@ -62,6 +62,16 @@ impl Store {
             Store::Sqlite => &SQLITE_KINDS,
         }
     }
+
+    /// The faults of a run: [`kinds`](Self::kinds), but for SQLite's negative control, whose only lost writes
+    /// must be the restored copy's (a replaced file raises the alarm by design), so workers are only killed and
+    /// stopped there.
+    pub fn run_kinds(self, negative: bool) -> &'static [Kind] {
+        match (self, negative) {
+            (Store::Sqlite, true) => &SQLITE_KINDS[..2],
+            _ => self.kinds(),
+        }
+    }
 }
 
 /// The database file of an SQLite run, in a folder of its own.

@@ -159,7 +159,7 @@ pub fn run(s: &Settings) -> io::Result<PathBuf> {
         sqlite,
         via_link: vec![false; s.workers],
         workers: Vec::new(),
-        nemesis: Nemesis::new(s.seed, s.ttl, s.workers, s.store.kinds()),
+        nemesis: Nemesis::new(s.seed, s.ttl, s.workers, s.store.run_kinds(s.negative)),
         log: LineWriter::create(&s.dir.join("nemesis.log"))?,
         heals: Vec::new(),
         incarnations: vec![0; s.workers],
@@ -366,11 +366,14 @@ impl Run<'_> {
             if now >= next_fault {
                 let workers = &self.workers;
                 let linked = self.via_link.iter().any(|&v| v);
-                let fault = self.nemesis.next(|kind, w| match kind {
-                    Kind::Pause => !workers[w].stopped,
-                    // One second name at a time.
-                    Kind::FileLink => !linked,
-                    Kind::ClockAhead | Kind::ClockBehind => !workers[w].shifted,
+                let fault = self.nemesis.next(|kind, w| match (kind, w) {
+                    (Kind::Pause, Some(w)) => !workers[w].stopped,
+                    (Kind::ClockAhead | Kind::ClockBehind, Some(w)) => !workers[w].shifted,
+                    // One second name at a time, and no file renamed over a file that has one: the second name
+                    // would then be the old file's only name, and a worker on it would see the old file through a
+                    // WAL of its own while the old holders still issue (found by this harness; see
+                    // docs/reliability.md). Each file fault alone is what the store claims to handle.
+                    (Kind::FileLink | Kind::FileReplace, _) => !linked,
                     _ => true,
                 });
                 self.inject(fault);
