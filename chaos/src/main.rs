@@ -19,6 +19,7 @@ mod clock;
 mod harness;
 mod logs;
 mod nemesis;
+mod postgres_server;
 mod redis_server;
 mod store;
 mod worker;
@@ -160,7 +161,7 @@ fn main() -> ExitCode {
             let seed = seed.unwrap_or_else(random_seed);
             let out = out.unwrap_or_else(|| std::env::temp_dir().join("cosid-chaos"));
             let workers = workers.unwrap_or(match store {
-                Store::Redis => 4,
+                Store::Redis | Store::Postgres => 4,
                 Store::Sqlite => 8,
             });
             if workers < 2 {
@@ -180,7 +181,7 @@ fn main() -> ExitCode {
                 store,
                 // 8 workers on 2 slots would mostly wait: 4 slots on SQLite.
                 bits: match store {
-                    Store::Redis => BITS,
+                    Store::Redis | Store::Postgres => BITS,
                     Store::Sqlite => 2,
                 },
             };
@@ -233,6 +234,10 @@ fn store_label(store: Store, negative: bool) -> &'static str {
             "one SQLite file (plus a hard link to it and a file renamed over it)"
         }
         (Store::Sqlite, true) => "one SQLite file, the copy written back in place",
+        (Store::Postgres, false) => "a private PostgreSQL (fsync, synchronous_commit on)",
+        (Store::Postgres, true) => {
+            "a private PostgreSQL, crashed and started on the copy of its data folder"
+        }
     }
 }
 

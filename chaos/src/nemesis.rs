@@ -30,12 +30,18 @@ pub enum Kind {
     FileLink,
     /// SQLite: a fresh file is renamed over the database file under the live holders.
     FileReplace,
+    /// PostgreSQL: `SIGKILL` the postmaster and every backend, start it again.
+    PostgresKill,
+    /// PostgreSQL: `SIGSTOP` the postmaster and every backend, `SIGCONT` them later.
+    PostgresPause,
+    /// PostgreSQL: `pg_terminate_backend` on every client connection.
+    TerminateBackends,
 }
 
 impl Kind {
     /// Every kind, in report order.
     #[cfg(test)]
-    pub const ALL: [Kind; 10] = [
+    pub const ALL: [Kind; 13] = [
         Kind::Pause,
         Kind::Kill,
         Kind::ClockAhead,
@@ -46,6 +52,9 @@ impl Kind {
         Kind::DropConnections,
         Kind::FileLink,
         Kind::FileReplace,
+        Kind::PostgresKill,
+        Kind::PostgresPause,
+        Kind::TerminateBackends,
     ];
 
     /// The name used in logs and reports.
@@ -61,6 +70,9 @@ impl Kind {
             Kind::DropConnections => "drop-connections",
             Kind::FileLink => "file-hard-link",
             Kind::FileReplace => "file-replace",
+            Kind::PostgresKill => "postgres-sigkill",
+            Kind::PostgresPause => "postgres-sigstop",
+            Kind::TerminateBackends => "terminate-backends",
         }
     }
 
@@ -186,7 +198,13 @@ impl Nemesis {
             // How long Redis stays down between stop and start.
             Kind::RedisTerm | Kind::RedisKill => (self.range_ms(0..=1_500), 0),
             Kind::ClientPause => (self.range_ms(500..=ttl * 5 / 2), 0),
-            Kind::DropConnections | Kind::FileReplace => (Duration::ZERO, 0),
+            Kind::DropConnections | Kind::FileReplace | Kind::TerminateBackends => {
+                (Duration::ZERO, 0)
+            }
+            // How long the server stays down between the crash and the start.
+            Kind::PostgresKill => (self.range_ms(0..=1_500), 0),
+            // As long as a client pause: a server that hangs past a lease.
+            Kind::PostgresPause => (self.range_ms(500..=ttl * 5 / 2), 0),
             // How long the second name lasts.
             Kind::FileLink => (self.range_ms(2_000..=8_000), 0),
         };
@@ -214,7 +232,7 @@ mod tests {
     fn every_kind_belongs_to_a_store() {
         for k in Kind::ALL {
             assert!(
-                [Store::Redis, Store::Sqlite]
+                [Store::Redis, Store::Sqlite, Store::Postgres]
                     .iter()
                     .any(|s| s.kinds().contains(&k)),
                 "{k}"
@@ -236,7 +254,7 @@ mod tests {
             kinds.sort();
             assert_eq!(kinds, Store::Redis.kinds().to_vec());
         }
-        for store in [Store::Sqlite] {
+        for store in [Store::Sqlite, Store::Postgres] {
             let k = store.kinds();
             let mut n = Nemesis::new(11, Duration::from_secs(3), 8, k);
             let faults: Vec<Fault> = (0..k.len() * 6).map(|_| n.next(|_, _| true)).collect();
@@ -279,7 +297,7 @@ mod tests {
             }
         }
         // No worker eligible: a store fault.
-        for store in [Store::Redis, Store::Sqlite] {
+        for store in [Store::Redis, Store::Sqlite, Store::Postgres] {
             let mut n = Nemesis::new(5, Duration::from_secs(3), 8, store.kinds());
             for _ in 0..50 {
                 assert!(!n.next(|_, w| w.is_none()).kind.targets_worker());

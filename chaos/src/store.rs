@@ -19,6 +19,8 @@ pub enum Store {
     Redis,
     /// One SQLite file shared by every worker process.
     Sqlite,
+    /// A private PostgreSQL server (`initdb` by the harness).
+    Postgres,
 }
 
 /// Redis' faults: every worker fault, and every server fault.
@@ -37,12 +39,24 @@ const REDIS_KINDS: [Kind; 8] = [
 /// shares it (docs/stores.md); a shift of one process alone is a fault one host cannot have.
 const SQLITE_KINDS: [Kind; 4] = [Kind::Pause, Kind::Kill, Kind::FileLink, Kind::FileReplace];
 
+/// PostgreSQL's faults: every worker fault (the store's time is the server's, as with Redis), and the server's.
+const POSTGRES_KINDS: [Kind; 7] = [
+    Kind::Pause,
+    Kind::Kill,
+    Kind::ClockAhead,
+    Kind::ClockBehind,
+    Kind::PostgresKill,
+    Kind::PostgresPause,
+    Kind::TerminateBackends,
+];
+
 impl Store {
     /// The name in logs, `run.txt` and on the command line.
     pub fn name(self) -> &'static str {
         match self {
             Store::Redis => "redis",
             Store::Sqlite => "sqlite",
+            Store::Postgres => "postgres",
         }
     }
 
@@ -51,6 +65,7 @@ impl Store {
         match name {
             None | Some("redis") => Some(Store::Redis),
             Some("sqlite") => Some(Store::Sqlite),
+            Some("postgres") => Some(Store::Postgres),
             Some(_) => None,
         }
     }
@@ -60,6 +75,7 @@ impl Store {
         match self {
             Store::Redis => &REDIS_KINDS,
             Store::Sqlite => &SQLITE_KINDS,
+            Store::Postgres => &POSTGRES_KINDS,
         }
     }
 

@@ -3,6 +3,7 @@
 use super::{signal, Heal, Run};
 use crate::logs::{wall_ms, Line};
 use crate::nemesis::{Fault, Kind};
+use crate::postgres_server::PostgresServer;
 use crate::redis_server::{RedisServer, Stop};
 use nix::sys::signal::Signal;
 use std::io;
@@ -95,6 +96,32 @@ impl Run<'_> {
                 }
                 r
             }
+            Kind::PostgresKill => {
+                line = line.field("downtime", f.duration.as_millis());
+                self.heals.retain(|(_, h)| *h != Heal::PostgresCont);
+                let r = self.postgres().and_then(|p| p.stop(Stop::Kill));
+                if r.is_ok() {
+                    self.heals
+                        .push((Instant::now() + f.duration, Heal::PostgresStart));
+                }
+                r
+            }
+            Kind::PostgresPause => {
+                line = line.field("duration", f.duration.as_millis());
+                let r = self.postgres().and_then(|p| p.pause(true));
+                if r.is_ok() {
+                    self.heals
+                        .push((Instant::now() + f.duration, Heal::PostgresCont));
+                }
+                r
+            }
+            Kind::TerminateBackends => {
+                self.postgres()
+                    .and_then(|p| p.terminate_backends())
+                    .map(|n| {
+                        line = line.clone().field("dropped", n);
+                    })
+            }
             Kind::FileReplace => match &self.sqlite {
                 Some(file) => file.replace(),
                 None => Err(io::Error::other("file-replace needs an SQLite run")),
@@ -115,6 +142,13 @@ impl Run<'_> {
         self.redis
             .as_mut()
             .ok_or_else(|| io::Error::other("a Redis fault in a run on another store"))
+    }
+
+    /// The PostgreSQL server, for a PostgreSQL fault.
+    pub(super) fn postgres(&mut self) -> io::Result<&mut PostgresServer> {
+        self.postgres
+            .as_mut()
+            .ok_or_else(|| io::Error::other("a PostgreSQL fault in a run on another store"))
     }
 
     /// Gives the database file a second name, and restarts `worker` through it. The store must refuse the second
@@ -207,6 +241,19 @@ impl Run<'_> {
             Heal::PauseEnd => (
                 Line::new(now, "HEAL").field("kind", "client-unpause"),
                 Ok(()),
+            ),
+            Heal::PostgresStart => {
+                let r = self.postgres().and_then(|p| p.start());
+                if r.is_err() {
+                    // Never leave the store down for the rest of the run: try again shortly.
+                    self.heals
+                        .push((Instant::now() + Duration::from_secs(1), Heal::PostgresStart));
+                }
+                (Line::new(now, "HEAL").field("kind", "postgres-start"), r)
+            }
+            Heal::PostgresCont => (
+                Line::new(now, "HEAL").field("kind", "postgres-sigcont"),
+                self.postgres().and_then(|p| p.pause(false)),
             ),
             Heal::LinkEnd { worker } => {
                 // The worker on the second name is killed (the checker reads it as killed: its logs may be torn)

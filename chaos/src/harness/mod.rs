@@ -6,6 +6,7 @@ mod negative;
 
 use crate::logs::{self, wall_ms, Line, LineWriter, RunInfo};
 use crate::nemesis::{Kind, Nemesis};
+use crate::postgres_server::PostgresServer;
 use crate::redis_server::{RedisServer, Stop};
 use crate::store::{SqliteFile, Store};
 use cosid::clock::SystemClock;
@@ -74,6 +75,10 @@ enum Heal {
     PauseEnd,
     /// SQLite: remove the database's second name, and restart the worker that used it on the first.
     LinkEnd { worker: usize },
+    /// PostgreSQL: start the server again after a crash's downtime.
+    PostgresStart,
+    /// PostgreSQL: `SIGCONT` the server.
+    PostgresCont,
 }
 
 struct Run<'a> {
@@ -84,6 +89,8 @@ struct Run<'a> {
     redis: Option<RedisServer>,
     /// The database file (SQLite runs only).
     sqlite: Option<SqliteFile>,
+    /// The PostgreSQL server (PostgreSQL runs only).
+    postgres: Option<PostgresServer>,
     /// Workers started through the database's second name (the hard-link fault), by index.
     via_link: Vec<bool>,
     workers: Vec<Worker>,
@@ -124,19 +131,22 @@ pub fn run(s: &Settings) -> io::Result<PathBuf> {
     let namespace = format!("chaos-{}", s.seed);
     let mut info = RunInfo::default();
     info.set("store", s.store.name());
-    let (redis, sqlite, url) = match s.store {
+    let (mut redis, mut sqlite, mut postgres) = (None, None, None);
+    let url = match s.store {
         Store::Redis => {
             let fsync = if s.negative { "everysec" } else { "always" };
-            let mut redis = RedisServer::new(&s.dir.join("redis"), fsync)?;
-            redis.start()?;
+            let mut server = RedisServer::new(&s.dir.join("redis"), fsync)?;
+            server.start()?;
             info.set("appendfsync", fsync);
-            let url = redis.url();
-            (Some(redis), None, url)
+            redis.insert(server).url()
         }
-        Store::Sqlite => {
-            let file = SqliteFile::create(&s.dir.join("sqlite"))?;
-            let url = file.url();
-            (None, Some(file), url)
+        Store::Sqlite => sqlite
+            .insert(SqliteFile::create(&s.dir.join("sqlite"))?)
+            .url(),
+        Store::Postgres => {
+            let mut server = PostgresServer::new(&s.dir.join("postgres"))?;
+            server.start()?;
+            postgres.insert(server).url()
         }
     };
     info.set("seed", s.seed);
@@ -157,6 +167,7 @@ pub fn run(s: &Settings) -> io::Result<PathBuf> {
         namespace,
         redis,
         sqlite,
+        postgres,
         via_link: vec![false; s.workers],
         workers: Vec::new(),
         nemesis: Nemesis::new(s.seed, s.ttl, s.workers, s.store.run_kinds(s.negative)),
@@ -180,6 +191,9 @@ pub fn run(s: &Settings) -> io::Result<PathBuf> {
     let final_state = run.inspect();
     if let Some(redis) = run.redis.as_mut() {
         let _ = redis.stop(Stop::Term);
+    }
+    if let Some(pg) = run.postgres.as_mut() {
+        let _ = pg.stop(Stop::Term);
     }
     info.set("measure_to", measure_to);
     info.set("interrupted", interrupted());
@@ -252,10 +266,11 @@ impl Run<'_> {
 
     /// The store URL the workers use (the database's first name, for SQLite).
     fn url(&self) -> String {
-        match (&self.redis, &self.sqlite) {
-            (Some(redis), _) => redis.url(),
-            (None, Some(file)) => file.url(),
-            (None, None) => unreachable!("every run has a store"),
+        match (&self.redis, &self.sqlite, &self.postgres) {
+            (Some(redis), _, _) => redis.url(),
+            (_, Some(file), _) => file.url(),
+            (_, _, Some(pg)) => pg.url(),
+            (None, None, None) => unreachable!("every run has a store"),
         }
     }
 

@@ -77,10 +77,11 @@ impl Run<'_> {
 
     fn snapshot(&mut self) {
         let to = self.s.dir.join("snapshot");
-        let r = match (&self.redis, &self.sqlite) {
-            (Some(redis), _) => redis.snapshot(&to),
-            (None, Some(file)) => file.snapshot(&to),
-            (None, None) => Err(io::Error::other("no store")),
+        let r = match (&self.redis, &self.sqlite, self.postgres.as_mut()) {
+            (Some(redis), _, _) => redis.snapshot(&to),
+            (_, Some(file), _) => file.snapshot(&to),
+            (_, _, Some(pg)) => pg.snapshot(&to),
+            (None, None, None) => Err(io::Error::other("no store")),
         };
         match r {
             Ok(()) => self.note(Line::new(wall_ms(), "SNAPSHOT")),
@@ -147,6 +148,21 @@ impl Run<'_> {
     /// the older copy back into the live file, in place.
     fn restore(&mut self, age: Duration) -> io::Result<()> {
         let from = self.s.dir.join("snapshot");
+        if self.postgres.is_some() {
+            // A crash-restart or a pause may be pending: the restore ends both.
+            self.heals
+                .retain(|(_, h)| !matches!(h, Heal::PostgresStart | Heal::PostgresCont));
+            self.postgres()?.stop(Stop::Kill)?;
+            match self.postgres()?.restore(&from) {
+                Ok(()) => self.note(Line::new(wall_ms(), "RESTORE").field("age", age.as_millis())),
+                Err(e) => self.note(Line::new(wall_ms(), "RESTORE_FAILED").reason(&e)),
+            }
+            return self.postgres()?.start().or_else(|e| {
+                self.note(Line::new(wall_ms(), "RESTART_FAILED").reason(&e));
+                std::thread::sleep(Duration::from_secs(1));
+                self.postgres()?.start()
+            });
+        }
         if self.redis.is_none() {
             let r = match &self.sqlite {
                 Some(file) => file.restore(&from),
