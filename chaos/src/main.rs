@@ -3,6 +3,7 @@
 //! ```text
 //! cosid-chaos run --profile ci              # about 3 minutes of faults against a real Redis, then the checker
 //! cosid-chaos run --profile ci --negative   # the negative control: 5 rounds that must be caught
+//! cosid-chaos run --store sqlite --profile ci [--negative]   # 8 processes on one SQLite file
 //! cosid-chaos run --profile long            # 30 minutes
 //! cosid-chaos run --seed 1234               # replay the nemesis' decisions of an earlier run
 //! cosid-chaos check /tmp/cosid-chaos/run-...  # check the logs of an earlier run again
@@ -18,18 +19,21 @@ mod clock;
 mod harness;
 mod logs;
 mod nemesis;
+mod postgres_server;
 mod redis_server;
+mod store;
 mod worker;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
+use store::Store;
 
 #[derive(Debug, Parser)]
 #[command(
     name = "cosid-chaos",
-    about = "Chaos harness for cosid: real Redis, worker processes, a nemesis and a checker"
+    about = "Chaos harness for cosid: a real store (Redis or SQLite), worker processes, a nemesis and a checker"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -38,7 +42,7 @@ struct Cli {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum Profile {
-    /// About 3 minutes (the negative control: 5 rounds of 30 s).
+    /// Redis: about 3 minutes (the negative control: 5 rounds of 30 s). SQLite: 60 s (3 rounds of 30 s).
     Ci,
     /// 30 minutes (the negative control: 20 rounds).
     Long,
@@ -48,6 +52,9 @@ enum Profile {
 enum Command {
     /// Runs the harness, then the checker.
     Run {
+        /// The store under test.
+        #[arg(long, value_enum, default_value = "redis")]
+        store: Store,
         /// Duration and round count presets.
         #[arg(long, value_enum, default_value = "ci")]
         profile: Profile,
@@ -57,16 +64,17 @@ enum Command {
         /// The nemesis' seed; printed by every run, so a run replays with `--seed`.
         #[arg(long, env = "COSID_CHAOS_SEED")]
         seed: Option<u64>,
-        /// Runs the negative control instead: `appendfsync everysec` and an older copy of the data restored
-        /// while the workers run. It must be caught (duplicates or the store-regression alarm).
+        /// Runs the negative control instead: an older copy of the data restored while the workers run (Redis:
+        /// with `appendfsync everysec`; SQLite: written back into the live file). It must be caught (duplicates
+        /// or the store-regression alarm).
         #[arg(long)]
         negative: bool,
         /// Rounds of the negative control (overrides the profile).
         #[arg(long)]
         rounds: Option<u32>,
-        /// Worker processes (at least 4 for the claim the docs make).
-        #[arg(long, default_value_t = 4)]
-        workers: usize,
+        /// Worker processes (default: 4 on Redis, 8 on SQLite; at least 4 for the claim the docs make).
+        #[arg(long)]
+        workers: Option<usize>,
         /// Where the run folders go (default: `cosid-chaos` in the temporary directory).
         #[arg(long)]
         out: Option<PathBuf>,
@@ -137,6 +145,7 @@ fn main() -> ExitCode {
         }
         Command::Check { dir } => check_dir(&dir),
         Command::Run {
+            store,
             profile,
             duration,
             seed,
@@ -151,6 +160,10 @@ fn main() -> ExitCode {
             }
             let seed = seed.unwrap_or_else(random_seed);
             let out = out.unwrap_or_else(|| std::env::temp_dir().join("cosid-chaos"));
+            let workers = workers.unwrap_or(match store {
+                Store::Redis | Store::Postgres => 4,
+                Store::Sqlite => 8,
+            });
             if workers < 2 {
                 eprintln!("cosid-chaos: --workers {workers}: need at least 2 (4 for the documented claim)");
                 return ExitCode::from(2);
@@ -160,27 +173,41 @@ fn main() -> ExitCode {
                 duration: Duration::ZERO,
                 seed,
                 workers,
-                bits: BITS,
                 ttl: TTL,
                 tolerance: TOLERANCE,
                 batch: 8,
                 pause: Duration::from_millis(5),
                 negative,
+                store,
+                // 8 workers on 2 slots would mostly wait: 4 slots on SQLite.
+                bits: match store {
+                    Store::Redis | Store::Postgres => BITS,
+                    Store::Sqlite => 2,
+                },
             };
-            if negative {
-                let rounds = rounds.unwrap_or(match profile {
-                    Profile::Ci => 5,
-                    Profile::Long => 20,
+            let started = std::time::Instant::now();
+            let code = if negative {
+                let rounds = rounds.unwrap_or(match (profile, store) {
+                    (Profile::Ci, Store::Redis) => 5,
+                    (Profile::Ci, _) => 3,
+                    (Profile::Long, _) => 20,
                 });
                 let per_round = duration.unwrap_or(Duration::from_secs(30));
                 negative_control(base, rounds, per_round, profile)
             } else {
-                let duration = duration.unwrap_or(match profile {
-                    Profile::Ci => Duration::from_secs(180),
-                    Profile::Long => Duration::from_secs(30 * 60),
+                let duration = duration.unwrap_or(match (profile, store) {
+                    (Profile::Ci, Store::Redis) => Duration::from_secs(180),
+                    (Profile::Ci, _) => Duration::from_secs(60),
+                    (Profile::Long, _) => Duration::from_secs(30 * 60),
                 });
                 positive(base, duration, profile)
-            }
+            };
+            println!(
+                "cosid-chaos: {} run took {:.0} s",
+                store.name(),
+                started.elapsed().as_secs_f64()
+            );
+            code
         }
     }
 }
@@ -199,19 +226,36 @@ fn profile_flag(p: Profile) -> &'static str {
     }
 }
 
+fn store_label(store: Store, negative: bool) -> &'static str {
+    match (store, negative) {
+        (Store::Redis, false) => "Redis with appendfsync always",
+        (Store::Redis, true) => "Redis with appendfsync everysec",
+        (Store::Sqlite, false) => {
+            "one SQLite file (plus a hard link to it and a file renamed over it)"
+        }
+        (Store::Sqlite, true) => "one SQLite file, the copy written back in place",
+        (Store::Postgres, false) => "a private PostgreSQL (fsync, synchronous_commit on)",
+        (Store::Postgres, true) => {
+            "a private PostgreSQL, crashed and started on the copy of its data folder"
+        }
+    }
+}
+
 fn positive(mut s: harness::Settings, duration: Duration, profile: Profile) -> ExitCode {
     s.duration = duration;
     s.dir = harness::fresh_dir(&s.dir, "run");
     println!(
-        "cosid-chaos: seed {} (replay: cosid-chaos run --profile {} --duration {} --seed {})",
+        "cosid-chaos: seed {} (replay: cosid-chaos run --store {} --profile {} --duration {} --seed {})",
         s.seed,
+        s.store.name(),
         profile_flag(profile),
         humantime::format_duration(duration),
         s.seed
     );
     println!(
-        "cosid-chaos: {} workers, Redis with appendfsync always, nemesis for {}; logs in {}",
+        "cosid-chaos: {} workers, {}, nemesis for {}; logs in {}",
         s.workers,
+        store_label(s.store, false),
         humantime::format_duration(duration),
         s.dir.display()
     );
@@ -276,15 +320,17 @@ fn negative_control(
     profile: Profile,
 ) -> ExitCode {
     println!(
-        "cosid-chaos: negative control, seed {} (replay: cosid-chaos run --negative --profile {} --rounds {rounds} --duration {} --seed {})",
+        "cosid-chaos: negative control, seed {} (replay: cosid-chaos run --store {} --negative --profile {} --rounds {rounds} --duration {} --seed {})",
         base.seed,
+        base.store.name(),
         profile_flag(profile),
         humantime::format_duration(per_round),
         base.seed
     );
     println!(
-        "cosid-chaos: {rounds} rounds of {}: Redis with appendfsync everysec, an older copy of its data restored mid-round",
-        humantime::format_duration(per_round)
+        "cosid-chaos: {rounds} rounds of {}: {}, an older copy of its data restored mid-round",
+        humantime::format_duration(per_round),
+        store_label(base.store, true)
     );
     let parent = harness::fresh_dir(&base.dir, "negative");
     let mut detected = 0u32;

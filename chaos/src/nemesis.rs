@@ -26,11 +26,22 @@ pub enum Kind {
     ClientPause,
     /// `CLIENT KILL TYPE normal`.
     DropConnections,
+    /// SQLite: a hard link to the database file appears, and a worker is restarted through it; both go away later.
+    FileLink,
+    /// SQLite: a fresh file is renamed over the database file under the live holders.
+    FileReplace,
+    /// PostgreSQL: `SIGKILL` the postmaster and every backend, start it again.
+    PostgresKill,
+    /// PostgreSQL: `SIGSTOP` the postmaster and every backend, `SIGCONT` them later.
+    PostgresPause,
+    /// PostgreSQL: `pg_terminate_backend` on every client connection.
+    TerminateBackends,
 }
 
 impl Kind {
     /// Every kind, in report order.
-    pub const ALL: [Kind; 8] = [
+    #[cfg(test)]
+    pub const ALL: [Kind; 13] = [
         Kind::Pause,
         Kind::Kill,
         Kind::ClockAhead,
@@ -39,6 +50,11 @@ impl Kind {
         Kind::RedisKill,
         Kind::ClientPause,
         Kind::DropConnections,
+        Kind::FileLink,
+        Kind::FileReplace,
+        Kind::PostgresKill,
+        Kind::PostgresPause,
+        Kind::TerminateBackends,
     ];
 
     /// The name used in logs and reports.
@@ -52,6 +68,11 @@ impl Kind {
             Kind::RedisKill => "redis-sigkill",
             Kind::ClientPause => "client-pause",
             Kind::DropConnections => "drop-connections",
+            Kind::FileLink => "file-hard-link",
+            Kind::FileReplace => "file-replace",
+            Kind::PostgresKill => "postgres-sigkill",
+            Kind::PostgresPause => "postgres-sigstop",
+            Kind::TerminateBackends => "terminate-backends",
         }
     }
 
@@ -59,7 +80,7 @@ impl Kind {
     pub fn targets_worker(self) -> bool {
         matches!(
             self,
-            Kind::Pause | Kind::Kill | Kind::ClockAhead | Kind::ClockBehind
+            Kind::Pause | Kind::Kill | Kind::ClockAhead | Kind::ClockBehind | Kind::FileLink
         )
     }
 }
@@ -87,16 +108,19 @@ pub struct Fault {
 #[derive(Debug)]
 pub struct Nemesis {
     rng: ChaCha8Rng,
+    kinds: Vec<Kind>,
     deck: Vec<Kind>,
     ttl: Duration,
     workers: usize,
 }
 
 impl Nemesis {
-    /// A nemesis for `workers` workers with lease length `ttl`, from `seed`.
-    pub fn new(seed: u64, ttl: Duration, workers: usize) -> Self {
+    /// A nemesis for `workers` workers with lease length `ttl`, from `seed`, drawing from `kinds` (the faults
+    /// that apply to the store under test).
+    pub fn new(seed: u64, ttl: Duration, workers: usize, kinds: &[Kind]) -> Self {
         Self {
             rng: ChaCha8Rng::seed_from_u64(seed),
+            kinds: kinds.to_vec(),
             deck: Vec::new(),
             ttl,
             workers,
@@ -113,32 +137,49 @@ impl Nemesis {
         Duration::from_millis(self.rng.random_range(range))
     }
 
-    /// The next fault. Kinds come from a shuffled deck of all eight, so every kind occurs once in every eight
-    /// faults, in a random order. `eligible` says whether a worker can take a worker fault now (a worker already
-    /// stopped is not stopped again); a kind with no eligible worker is put back and the next one drawn.
-    pub fn next(&mut self, eligible: impl Fn(Kind, usize) -> bool) -> Fault {
-        for _ in 0..Kind::ALL.len() * 2 {
+    /// The next fault. Kinds come from a shuffled deck of the store's kinds, so every kind occurs once in every
+    /// deck's worth of faults, in a random order. `eligible` says whether a fault can be injected now: a worker fault
+    /// on that worker (a worker already stopped is not stopped again), or a store fault (`None`: no file replaced
+    /// while it has a second name); a kind that is not eligible (on any worker) is put back and the next one drawn.
+    pub fn next(&mut self, eligible: impl Fn(Kind, Option<usize>) -> bool) -> Fault {
+        for _ in 0..self.kinds.len() * 2 {
             if self.deck.is_empty() {
-                self.deck = Kind::ALL.to_vec();
+                self.deck = self.kinds.clone();
                 self.deck.shuffle(&mut self.rng);
             }
             let kind = self.deck.pop().expect("refilled above");
             let worker = if kind.targets_worker() {
-                let candidates: Vec<usize> =
-                    (0..self.workers).filter(|&w| eligible(kind, w)).collect();
+                let candidates: Vec<usize> = (0..self.workers)
+                    .filter(|&w| eligible(kind, Some(w)))
+                    .collect();
                 if candidates.is_empty() {
                     // Try it again later in this deck.
                     self.deck.insert(0, kind);
                     continue;
                 }
                 Some(candidates[self.rng.random_range(0..candidates.len())])
-            } else {
+            } else if eligible(kind, None) {
                 None
+            } else {
+                self.deck.insert(0, kind);
+                continue;
             };
             return self.shape(kind, worker);
         }
-        // Every worker fault is blocked (all workers stopped): fall back on dropping connections.
-        self.shape(Kind::DropConnections, None)
+        // Every fault of the deck is blocked (all workers stopped, say): fall back on the store's first eligible
+        // fault that needs no worker, else on killing a worker (a stopped one dies as well).
+        match self
+            .kinds
+            .iter()
+            .copied()
+            .find(|&k| !k.targets_worker() && eligible(k, None))
+        {
+            Some(k) => self.shape(k, None),
+            None => {
+                let w = self.rng.random_range(0..self.workers);
+                self.shape(Kind::Kill, Some(w))
+            }
+        }
     }
 
     fn shape(&mut self, kind: Kind, worker: Option<usize>) -> Fault {
@@ -157,7 +198,15 @@ impl Nemesis {
             // How long Redis stays down between stop and start.
             Kind::RedisTerm | Kind::RedisKill => (self.range_ms(0..=1_500), 0),
             Kind::ClientPause => (self.range_ms(500..=ttl * 5 / 2), 0),
-            Kind::DropConnections => (Duration::ZERO, 0),
+            Kind::DropConnections | Kind::FileReplace | Kind::TerminateBackends => {
+                (Duration::ZERO, 0)
+            }
+            // How long the server stays down between the crash and the start.
+            Kind::PostgresKill => (self.range_ms(0..=1_500), 0),
+            // As long as a client pause: a server that hangs past a lease.
+            Kind::PostgresPause => (self.range_ms(500..=ttl * 5 / 2), 0),
+            // How long the second name lasts.
+            Kind::FileLink => (self.range_ms(2_000..=8_000), 0),
         };
         Fault {
             kind,
@@ -172,9 +221,23 @@ impl Nemesis {
 mod tests {
     use super::*;
 
+    use crate::store::Store;
+
     fn draw(seed: u64, n: usize) -> Vec<Fault> {
-        let mut n_ = Nemesis::new(seed, Duration::from_secs(3), 4);
+        let mut n_ = Nemesis::new(seed, Duration::from_secs(3), 4, Store::Redis.kinds());
         (0..n).map(|_| n_.next(|_, _| true)).collect()
+    }
+
+    #[test]
+    fn every_kind_belongs_to_a_store() {
+        for k in Kind::ALL {
+            assert!(
+                [Store::Redis, Store::Sqlite, Store::Postgres]
+                    .iter()
+                    .any(|s| s.kinds().contains(&k)),
+                "{k}"
+            );
+        }
     }
 
     #[test]
@@ -184,12 +247,24 @@ mod tests {
     }
 
     #[test]
-    fn every_kind_occurs_in_every_eight_faults() {
+    fn every_kind_occurs_in_every_deck() {
         let faults = draw(7, 64);
         for chunk in faults.chunks(8) {
             let mut kinds: Vec<Kind> = chunk.iter().map(|f| f.kind).collect();
             kinds.sort();
-            assert_eq!(kinds, Kind::ALL.to_vec());
+            assert_eq!(kinds, Store::Redis.kinds().to_vec());
+        }
+        for store in [Store::Sqlite, Store::Postgres] {
+            let k = store.kinds();
+            let mut n = Nemesis::new(11, Duration::from_secs(3), 8, k);
+            let faults: Vec<Fault> = (0..k.len() * 6).map(|_| n.next(|_, _| true)).collect();
+            for chunk in faults.chunks(k.len()) {
+                let mut kinds: Vec<Kind> = chunk.iter().map(|f| f.kind).collect();
+                kinds.sort();
+                let mut want = k.to_vec();
+                want.sort();
+                assert_eq!(kinds, want, "{store:?}");
+            }
         }
     }
 
@@ -214,16 +289,26 @@ mod tests {
 
     #[test]
     fn a_worker_that_is_not_eligible_is_never_chosen() {
-        let mut n = Nemesis::new(5, Duration::from_secs(3), 4);
+        let mut n = Nemesis::new(5, Duration::from_secs(3), 4, Store::Redis.kinds());
         for _ in 0..200 {
-            let f = n.next(|k, w| k != Kind::Pause || w == 2);
+            let f = n.next(|k, w| k != Kind::Pause || w == Some(2));
             if f.kind == Kind::Pause {
                 assert_eq!(f.worker, Some(2));
             }
         }
-        let mut n = Nemesis::new(5, Duration::from_secs(3), 4);
+        // No worker eligible: a store fault.
+        for store in [Store::Redis, Store::Sqlite, Store::Postgres] {
+            let mut n = Nemesis::new(5, Duration::from_secs(3), 8, store.kinds());
+            for _ in 0..50 {
+                assert!(!n.next(|_, w| w.is_none()).kind.targets_worker());
+            }
+        }
+        // No file fault while the file has a second name, and, with nothing else eligible, a kill.
+        let mut n = Nemesis::new(5, Duration::from_secs(3), 8, Store::Sqlite.kinds());
         for _ in 0..50 {
-            assert!(!n.next(|_, _| false).kind.targets_worker());
+            let f = n.next(|k, _| !matches!(k, Kind::FileLink | Kind::FileReplace));
+            assert!(matches!(f.kind, Kind::Pause | Kind::Kill), "{f:?}");
+            assert_eq!(n.next(|_, _| false).kind, Kind::Kill);
         }
     }
 }

@@ -1,4 +1,4 @@
-//! A worker process: one cosid runtime on the Redis store, issuing ids at a modest rate and logging every id and
+//! A worker process: one cosid runtime on the store under test (its URL), issuing ids at a modest rate and logging every id and
 //! every lease window before it counts.
 //!
 //! Control arrives on standard input, one command a line: `offset <ms>` shifts the worker's clock (the nemesis'
@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 /// What a worker runs with.
 #[derive(Debug, Clone)]
 pub struct WorkerArgs {
-    /// The Redis URL.
+    /// The store URL (`redis://...`, `sqlite:///...`).
     pub url: String,
     /// The namespace.
     pub namespace: String,
@@ -235,7 +235,8 @@ pub fn run(args: WorkerArgs) -> i32 {
                     runtime = Some(rt);
                 }
                 Err(e) => {
-                    // Every slot is held (2 of the 4 workers wait here), or the store is down: try again.
+                    // Every slot is held (half the workers wait here), the store is down, or (SQLite) the file is
+                    // refused or held off: try again.
                     *stats.build_errors.entry(e.code()).or_default() += 1;
                     std::thread::sleep(Duration::from_millis(100));
                 }

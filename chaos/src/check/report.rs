@@ -16,13 +16,14 @@ pub fn report(dir: &Path, logs: &RunLogs, a: &Analysis) -> String {
     let _ = writeln!(s, "run {}", dir.display());
     let _ = writeln!(
         s,
-        "  seed {}, {} workers on {} slots, ttl {} ms, tolerance {} ms, appendfsync {}, {:.1} s measured",
+        "  store {}, seed {}, {} workers on {} slots, ttl {} ms, tolerance {} ms, appendfsync {}, {:.1} s measured",
+        info.get("store").unwrap_or("redis"),
         info.get("seed").unwrap_or("?"),
         info.get("workers").unwrap_or("?"),
         1u64 << info.num::<u8>("bits").unwrap_or(0),
         info.get("ttl_ms").unwrap_or("?"),
         info.get("tolerance_ms").unwrap_or("?"),
-        info.get("appendfsync").unwrap_or("?"),
+        info.get("appendfsync").unwrap_or("-"),
         measured
     );
     let _ = writeln!(
@@ -64,6 +65,13 @@ pub fn report(dir: &Path, logs: &RunLogs, a: &Analysis) -> String {
         "  store regressions  {:>9}   must be 0 on a durable store (the runtime's alarm)",
         a.regressions()
     );
+    if a.expected_alarms > 0 {
+        let _ = writeln!(
+            s,
+            "  file-replaced alarms{:>8}   expected: the store saw the injected file replacement",
+            a.expected_alarms
+        );
+    }
     for d in a.duplicates.iter().take(5) {
         let _ = writeln!(
             s,

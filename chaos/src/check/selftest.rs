@@ -73,7 +73,7 @@ pub fn self_test() -> Result<(), String> {
     }
     // The faulty twin: holder 2 got an overlapping window on slot 0 and repeated one of holder 0's ids; holder
     // 0 also logged an id past its ceiling.
-    let mut faulty = clean;
+    let mut faulty = clean.clone();
     faulty.incarnations[0]
         .ids
         .push((id(base + 6_000, 0, 0), base));
@@ -91,6 +91,66 @@ pub fn self_test() -> Result<(), String> {
         return Err(format!(
             "on planted faults the checker found (duplicates, strays, overlaps) = {found:?}, expected (1, 1, 1): {:?} {:?}",
             f.duplicates, f.strays
+        ));
+    }
+    sqlite_twins(&clean)
+}
+
+/// SQLite's file-replace fault: the store's alarm that reports it is expected (not a regression) only after the
+/// fault, and a window in the new file (floor 0 again) is not compared with the old file's windows; anything else
+/// still counts.
+fn sqlite_twins(clean: &RunLogs) -> Result<(), String> {
+    let layout = Layout::millis();
+    let base = 1_800_000_000_000u64;
+    let ev = |t: u64, s: &str| Line::parse(&format!("{t} {s}")).expect("a valid planted line");
+    let replaced =
+        "STORE_REGRESSION slot=0 reason=sqlite store regression: the path now names another file";
+    let mut logs = clean.clone();
+    logs.info.set("store", "sqlite");
+    logs.incarnations[0].events.push(ev(base - 7_000, replaced));
+    // Its next grant, in the new file, repeats its fence: the runtime's alarm again, explained by the same fault.
+    logs.incarnations[0].events.push(ev(
+        base - 6_500,
+        "STORE_REGRESSION slot=0 reason=fence 1 granted, but this runtime held fence 1",
+    ));
+    // A third process in the new file, granted slot 0 from floor 0 after the replacement, with no id of its own.
+    logs.incarnations.push(Incarnation {
+        worker: 2,
+        inc: 1,
+        events: vec![
+            ev(base - 7_500, "START pid=3"),
+            ev(
+                base - 7_000,
+                "ACQUIRED slot=0 fence=1 floor=0 ceiling=1800000009000 expires=1800000008750",
+            ),
+        ],
+        ..Incarnation::default()
+    });
+    let without_fault = analyze(&logs, &layout);
+    logs.nemesis
+        .push(ev(base - 8_000, "FAULT kind=file-replace"));
+    let with_fault = analyze(&logs, &layout);
+    let other = {
+        let mut l = logs.clone();
+        l.incarnations[1].events.push(ev(
+            base - 6_000,
+            "STORE_REGRESSION slot=1 reason=fence went backwards",
+        ));
+        analyze(&l, &layout)
+    };
+    let got = (
+        (without_fault.regressions(), without_fault.overlaps.len()),
+        (
+            with_fault.regressions(),
+            with_fault.expected_alarms,
+            with_fault.overlaps.len(),
+        ),
+        other.regressions(),
+    );
+    if got != ((2, 1), (0, 2, 0), 1) {
+        return Err(format!(
+            "on a planted SQLite file replacement the checker found ((alarms, overlaps) without the fault, (alarms, \
+             expected alarms, overlaps) with it, alarms with another alarm) = {got:?}, expected ((2, 1), (0, 2, 0), 1)"
         ));
     }
     Ok(())

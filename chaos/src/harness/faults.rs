@@ -3,7 +3,8 @@
 use super::{signal, Heal, Run};
 use crate::logs::{wall_ms, Line};
 use crate::nemesis::{Fault, Kind};
-use crate::redis_server::Stop;
+use crate::postgres_server::PostgresServer;
+use crate::redis_server::{RedisServer, Stop};
 use nix::sys::signal::Signal;
 use std::io;
 use std::time::{Duration, Instant};
@@ -65,7 +66,7 @@ impl Run<'_> {
                 } else {
                     Stop::Kill
                 };
-                let r = self.redis.stop(how);
+                let r = self.redis().and_then(|r| r.stop(how));
                 if r.is_ok() {
                     self.heals
                         .push((Instant::now() + f.duration, Heal::RedisStart));
@@ -74,16 +75,57 @@ impl Run<'_> {
             }
             Kind::ClientPause => {
                 line = line.field("duration", f.duration.as_millis());
-                let r = self.redis.pause_clients(f.duration.as_millis() as u64);
+                let ms = f.duration.as_millis() as u64;
+                let r = self.redis().and_then(|r| r.pause_clients(ms));
                 if r.is_ok() {
                     self.heals
                         .push((Instant::now() + f.duration, Heal::PauseEnd));
                 }
                 r
             }
-            Kind::DropConnections => self.redis.kill_clients().map(|n| {
+            Kind::DropConnections => self.redis().and_then(|r| r.kill_clients()).map(|n| {
                 line = line.clone().field("dropped", n);
             }),
+            Kind::FileLink => {
+                let w = f.worker.expect("worker fault");
+                line = line.field("duration", f.duration.as_millis());
+                let r = self.link_and_restart(w);
+                if r.is_ok() {
+                    self.heals
+                        .push((Instant::now() + f.duration, Heal::LinkEnd { worker: w }));
+                }
+                r
+            }
+            Kind::PostgresKill => {
+                line = line.field("downtime", f.duration.as_millis());
+                self.heals.retain(|(_, h)| *h != Heal::PostgresCont);
+                let r = self.postgres().and_then(|p| p.stop(Stop::Kill));
+                if r.is_ok() {
+                    self.heals
+                        .push((Instant::now() + f.duration, Heal::PostgresStart));
+                }
+                r
+            }
+            Kind::PostgresPause => {
+                line = line.field("duration", f.duration.as_millis());
+                let r = self.postgres().and_then(|p| p.pause(true));
+                if r.is_ok() {
+                    self.heals
+                        .push((Instant::now() + f.duration, Heal::PostgresCont));
+                }
+                r
+            }
+            Kind::TerminateBackends => {
+                self.postgres()
+                    .and_then(|p| p.terminate_backends())
+                    .map(|n| {
+                        line = line.clone().field("dropped", n);
+                    })
+            }
+            Kind::FileReplace => match &self.sqlite {
+                Some(file) => file.replace(),
+                None => Err(io::Error::other("file-replace needs an SQLite run")),
+            },
         };
         match result {
             Ok(()) => self.note(line),
@@ -93,6 +135,35 @@ impl Run<'_> {
                     .reason(e),
             ),
         }
+    }
+
+    /// The Redis server, for a Redis fault.
+    pub(super) fn redis(&mut self) -> io::Result<&mut RedisServer> {
+        self.redis
+            .as_mut()
+            .ok_or_else(|| io::Error::other("a Redis fault in a run on another store"))
+    }
+
+    /// The PostgreSQL server, for a PostgreSQL fault.
+    pub(super) fn postgres(&mut self) -> io::Result<&mut PostgresServer> {
+        self.postgres
+            .as_mut()
+            .ok_or_else(|| io::Error::other("a PostgreSQL fault in a run on another store"))
+    }
+
+    /// Gives the database file a second name, and restarts `worker` through it. The store must refuse the second
+    /// name (two names, two WALs: each would see only its own leases); a worker that opened the file through its
+    /// first name before the link appeared keeps working.
+    fn link_and_restart(&mut self, worker: usize) -> io::Result<()> {
+        let Some(file) = &self.sqlite else {
+            return Err(io::Error::other("file-hard-link needs an SQLite run"));
+        };
+        if self.via_link.iter().any(|&v| v) {
+            return Err(io::Error::other("a second name is already in use"));
+        }
+        file.link()?;
+        self.via_link[worker] = true;
+        self.kill_and_restart(worker)
     }
 
     pub(super) fn kill_and_restart(&mut self, worker: usize) -> io::Result<()> {
@@ -159,7 +230,7 @@ impl Run<'_> {
                 )
             }
             Heal::RedisStart => {
-                let r = self.redis.start();
+                let r = self.redis().and_then(|r| r.start());
                 if r.is_err() {
                     // Never leave the store down for the rest of the run: try again shortly.
                     self.heals
@@ -171,6 +242,38 @@ impl Run<'_> {
                 Line::new(now, "HEAL").field("kind", "client-unpause"),
                 Ok(()),
             ),
+            Heal::PostgresStart => {
+                let r = self.postgres().and_then(|p| p.start());
+                if r.is_err() {
+                    // Never leave the store down for the rest of the run: try again shortly.
+                    self.heals
+                        .push((Instant::now() + Duration::from_secs(1), Heal::PostgresStart));
+                }
+                (Line::new(now, "HEAL").field("kind", "postgres-start"), r)
+            }
+            Heal::PostgresCont => (
+                Line::new(now, "HEAL").field("kind", "postgres-sigcont"),
+                self.postgres().and_then(|p| p.pause(false)),
+            ),
+            Heal::LinkEnd { worker } => {
+                // The worker on the second name is killed (the checker reads it as killed: its logs may be torn)
+                // and started again on the first name once the link is gone.
+                let i = self.position(worker);
+                let inc = self.workers[i].incarnation;
+                let r = match &self.sqlite {
+                    Some(file) => file.unlink(),
+                    None => Ok(()),
+                };
+                self.via_link[worker] = false;
+                let r = r.and_then(|()| self.kill_and_restart(worker));
+                (
+                    Line::new(now, "HEAL")
+                        .field("kind", "link-end")
+                        .field("worker", worker)
+                        .field("inc", inc),
+                    r,
+                )
+            }
         };
         match result {
             Ok(()) => self.note(line),
@@ -193,6 +296,8 @@ impl Run<'_> {
                 std::thread::sleep(Duration::from_secs(1));
             }
         }
-        let _ = self.redis.unpause_clients();
+        if let Some(redis) = &self.redis {
+            let _ = redis.unpause_clients();
+        }
     }
 }

@@ -1,4 +1,4 @@
-//! The negative control: copy Redis' data, kill a lease holder, put the copy back while the workers run.
+//! The negative control: copy the store's data, kill a lease holder, put the copy back while the workers run.
 
 use super::{Heal, Run};
 use crate::logs::{wall_ms, Line};
@@ -77,7 +77,13 @@ impl Run<'_> {
 
     fn snapshot(&mut self) {
         let to = self.s.dir.join("snapshot");
-        match self.redis.snapshot(&to) {
+        let r = match (&self.redis, &self.sqlite, self.postgres.as_mut()) {
+            (Some(redis), _, _) => redis.snapshot(&to),
+            (_, Some(file), _) => file.snapshot(&to),
+            (_, _, Some(pg)) => pg.snapshot(&to),
+            (None, None, None) => Err(io::Error::other("no store")),
+        };
+        match r {
             Ok(()) => self.note(Line::new(wall_ms(), "SNAPSHOT")),
             Err(e) => self.note(Line::new(wall_ms(), "SNAPSHOT_FAILED").reason(e)),
         }
@@ -138,20 +144,47 @@ impl Run<'_> {
         }
     }
 
-    /// The failover that loses the last writes: crash Redis, put the older copy back, start it.
+    /// The failover that loses the last writes. Redis: crash it, put the older copy back, start it. SQLite: write
+    /// the older copy back into the live file, in place.
     fn restore(&mut self, age: Duration) -> io::Result<()> {
+        let from = self.s.dir.join("snapshot");
+        if self.postgres.is_some() {
+            // A crash-restart or a pause may be pending: the restore ends both.
+            self.heals
+                .retain(|(_, h)| !matches!(h, Heal::PostgresStart | Heal::PostgresCont));
+            self.postgres()?.stop(Stop::Kill)?;
+            match self.postgres()?.restore(&from) {
+                Ok(()) => self.note(Line::new(wall_ms(), "RESTORE").field("age", age.as_millis())),
+                Err(e) => self.note(Line::new(wall_ms(), "RESTORE_FAILED").reason(&e)),
+            }
+            return self.postgres()?.start().or_else(|e| {
+                self.note(Line::new(wall_ms(), "RESTART_FAILED").reason(&e));
+                std::thread::sleep(Duration::from_secs(1));
+                self.postgres()?.start()
+            });
+        }
+        if self.redis.is_none() {
+            let r = match &self.sqlite {
+                Some(file) => file.restore(&from),
+                None => Err(io::Error::other("no store")),
+            };
+            match r {
+                Ok(()) => self.note(Line::new(wall_ms(), "RESTORE").field("age", age.as_millis())),
+                Err(e) => self.note(Line::new(wall_ms(), "RESTORE_FAILED").reason(&e)),
+            }
+            return Ok(());
+        }
         // A restart fault may have Redis down right now: its pending start is done here instead.
         self.heals.retain(|(_, h)| *h != Heal::RedisStart);
-        self.redis.stop(Stop::Kill)?;
-        let from = self.s.dir.join("snapshot");
-        match self.redis.restore(&from) {
+        self.redis()?.stop(Stop::Kill)?;
+        match self.redis()?.restore(&from) {
             Ok(()) => self.note(Line::new(wall_ms(), "RESTORE").field("age", age.as_millis())),
             Err(e) => self.note(Line::new(wall_ms(), "RESTORE_FAILED").reason(&e)),
         }
-        self.redis.start().or_else(|e| {
+        self.redis()?.start().or_else(|e| {
             self.note(Line::new(wall_ms(), "RESTART_FAILED").reason(&e));
             std::thread::sleep(Duration::from_secs(1));
-            self.redis.start()
+            self.redis()?.start()
         })
     }
 }
