@@ -5,6 +5,8 @@
 //! (`cosid::store::http::wire`, shared with the `http://` store).
 
 mod api;
+mod auth;
+mod metrics;
 
 use crate::failure::Failure;
 use cosid::Config;
@@ -21,6 +23,18 @@ pub struct Args {
     /// Largest request body accepted, in bytes
     #[arg(long, value_name = "BYTES", default_value_t = 64 * 1024)]
     max_body: usize,
+
+    /// Bearer tokens, one `TOKEN [NAMESPACE]` a line (COSID_SERVE_TOKEN adds one for every namespace)
+    #[arg(long, value_name = "PATH", env = "COSID_SERVE_TOKEN_FILE")]
+    token_file: Option<std::path::PathBuf>,
+
+    /// Requests per second served, over all clients (0: no limit); past it, 429
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    rate_limit: u32,
+
+    /// Largest `n` of one GET /v1/namespaces/{ns}/ids
+    #[arg(long, value_name = "N", default_value_t = 10_000)]
+    max_ids: usize,
 }
 
 /// Opens the store and serves until SIGINT or SIGTERM.
@@ -35,11 +49,27 @@ pub fn run(args: &Args, config: &Config) -> Result<(), Failure> {
         let store = cosid::store::open(&url, config.clock.clone())
             .await
             .map_err(|e| Failure::from(cosid::Error::from(e)).context(&format!("store {shown}")))?;
+        let tokens = auth::Tokens::load(
+            args.token_file.as_deref(),
+            std::env::var("COSID_SERVE_TOKEN").ok(),
+        )
+        .map_err(|e| Failure::usage("CONFIG", e))?;
         let state = Arc::new(api::State {
             store,
             shown: shown.clone(),
+            tokens,
+            metrics: Arc::default(),
+            config: config.clone(),
+            runtimes: Default::default(),
+            max_ids: args.max_ids,
         });
-        let app = api::router(state, args.max_body);
+        let mut app = api::router(state.clone(), args.max_body);
+        if args.rate_limit > 0 {
+            let bucket = Arc::new(limit::Bucket::new(args.rate_limit));
+            app = app.layer(axum::middleware::from_fn(move |req, next| {
+                limit::limited(bucket.clone(), req, next)
+            }));
+        }
         let listener = tokio::net::TcpListener::bind(args.listen).await.map_err(|e| {
             Failure::runtime("LISTEN", format!("cannot listen on {}: {e}", args.listen))
         })?;
@@ -49,9 +79,64 @@ pub fn run(args: &Args, config: &Config) -> Result<(), Failure> {
         axum::serve(listener, app)
             .with_graceful_shutdown(shutdown_signal())
             .await?;
+        // The slots of the runtimes of /v1/ids go back to the store, each with its last timestamp.
+        let _ = tokio::task::spawn_blocking(move || state.release_all()).await;
         eprintln!("cosid serve: stopped");
         Ok(())
     })
+}
+
+mod limit {
+    //! A token bucket over all requests (`--rate-limit`).
+
+    use axum::extract::Request;
+    use axum::middleware::Next;
+    use axum::response::Response;
+    use std::sync::{Arc, Mutex};
+    use std::time::Instant;
+
+    /// `rate` tokens a second, as many at most.
+    #[derive(Debug)]
+    pub struct Bucket {
+        rate: f64,
+        state: Mutex<(f64, Instant)>,
+    }
+
+    impl Bucket {
+        pub fn new(rate: u32) -> Self {
+            Self {
+                rate: f64::from(rate),
+                state: Mutex::new((f64::from(rate), Instant::now())),
+            }
+        }
+
+        fn take(&self) -> bool {
+            let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
+            let now = Instant::now();
+            s.0 = (s.0 + now.duration_since(s.1).as_secs_f64() * self.rate).min(self.rate);
+            s.1 = now;
+            if s.0 >= 1.0 {
+                s.0 -= 1.0;
+                true
+            } else {
+                false
+            }
+        }
+    }
+
+    pub async fn limited(bucket: Arc<Bucket>, req: Request, next: Next) -> Response {
+        if bucket.take() {
+            next.run(req).await
+        } else {
+            let mut r = super::api::refused(
+                axum::http::StatusCode::TOO_MANY_REQUESTS,
+                "rate limit reached; retry later".into(),
+            );
+            r.headers_mut()
+                .insert("retry-after", axum::http::HeaderValue::from_static("1"));
+            r
+        }
+    }
 }
 
 /// Resolves on SIGINT or SIGTERM.
