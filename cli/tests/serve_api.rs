@@ -83,6 +83,15 @@ fn ids_come_from_one_runtime_per_namespace_and_its_slot_is_released_on_sigterm()
     let v: serde_json::Value = serde_json::from_str(&body).unwrap();
     let next: u64 = v["ids"][0].as_str().unwrap().parse().unwrap();
     assert!(next > last, "{next} > {last}");
+    drop(after);
+
+    // The control: a server killed with SIGKILL releases nothing, and the check above sees it.
+    let mut killed = Serve::start(&sqlite(&dir), &[]);
+    curl(&format!("{}/v1/namespaces/killed/ids", killed.url), &[]).unwrap();
+    killed.kill();
+    let after = Serve::start(&sqlite(&dir), &[]);
+    let seen = block(HttpStore::open(&after.url).unwrap().inspect(&Namespace::new("killed").unwrap())).unwrap();
+    assert!(seen.slots.iter().any(|r| r.owner.is_some()), "{seen:?}");
 }
 
 /// With tokens configured, a request needs one, and a namespace token opens its namespace only. The `http://`

@@ -58,6 +58,12 @@ impl Serve {
         self.child.wait().unwrap()
     }
 
+    /// Kills the server (SIGKILL): nothing is released.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
     /// Stops the server and starts it again on the same address and settings.
     pub fn restart(&mut self) {
         self.stop();
