@@ -156,3 +156,63 @@ fn past_the_rate_limit_requests_are_retryable() {
     assert!(!limited.is_empty(), "10 requests at once pass a limit of 2 a second");
     assert!(limited.iter().all(|e| e.is_retryable() && e.to_string().contains("429")), "{limited:?}");
 }
+
+/// Runs `openssl` with `args` (split at spaces) in `dir`; false when it is missing or fails.
+fn openssl(dir: &std::path::Path, args: &str) -> bool {
+    Command::new("openssl")
+        .args(args.split(' '))
+        .current_dir(dir)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// `--tls-cert/--tls-key` serve HTTPS; the `https://` store (here through `cosid leases`) checks the server's
+/// certificate against its roots (`SSL_CERT_FILE`) and refuses one from a CA it does not trust.
+#[test]
+fn https_serves_with_the_given_certificate_and_clients_check_it() {
+    let certs = tempfile::tempdir().unwrap();
+    let dir = certs.path();
+    let made = [
+        "req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.crt -days 1 -subj /CN=cosid-test-CA",
+        "req -x509 -newkey rsa:2048 -nodes -keyout other-ca.key -out other-ca.crt -days 1 -subj /CN=another-CA",
+        "req -newkey rsa:2048 -nodes -keyout server.key -out server.csr -subj /CN=127.0.0.1",
+    ]
+    .iter()
+    .all(|args| openssl(dir, args))
+        && std::fs::write(dir.join("ext"), "subjectAltName=IP:127.0.0.1\n").is_ok()
+        && openssl(
+            dir,
+            "x509 -req -in server.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out server.crt -days 1 -extfile ext",
+        );
+    if !made {
+        eprintln!("skipped: openssl cannot make a test certificate");
+        return;
+    }
+    let file = |name: &str| dir.join(name).display().to_string();
+    let data = tempfile::tempdir().unwrap();
+    let serve = Serve::start(
+        &sqlite(&data),
+        &["--tls-cert", &file("server.crt"), "--tls-key", &file("server.key")],
+    );
+    assert!(serve.url.starts_with("https://"), "{}", serve.url);
+    let leases = |ca: &str| {
+        let out = Command::new(env!("CARGO_BIN_EXE_cosid"))
+            .args(["leases", "--json"])
+            .env("COSID_STORE", &serve.url)
+            .env("COSID_NAMESPACE", "tls")
+            .env("SSL_CERT_FILE", file(ca))
+            .env_remove("SSL_CERT_DIR")
+            .output()
+            .unwrap();
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr),
+        )
+    };
+    let (ok, text) = leases("ca.crt");
+    assert!(ok && text.contains(r#""store_kind":"http""#), "{text}");
+    let (ok, text) = leases("other-ca.crt");
+    assert!(!ok && text.to_lowercase().contains("certificate"), "{text}");
+}

@@ -7,6 +7,7 @@
 mod api;
 mod auth;
 mod metrics;
+mod tls;
 
 use crate::failure::Failure;
 use cosid::Config;
@@ -31,6 +32,14 @@ pub struct Args {
     /// Requests per second served, over all clients (0: no limit); past it, 429
     #[arg(long, value_name = "N", default_value_t = 0)]
     rate_limit: u32,
+
+    /// Serve HTTPS with this PEM certificate chain (with --tls-key)
+    #[arg(long, value_name = "PATH", requires = "tls_key")]
+    tls_cert: Option<std::path::PathBuf>,
+
+    /// The PEM private key of --tls-cert
+    #[arg(long, value_name = "PATH", requires = "tls_cert")]
+    tls_key: Option<std::path::PathBuf>,
 
     /// Largest `n` of one GET /v1/namespaces/{ns}/ids
     #[arg(long, value_name = "N", default_value_t = 10_000)]
@@ -74,11 +83,22 @@ pub fn run(args: &Args, config: &Config) -> Result<(), Failure> {
             Failure::runtime("LISTEN", format!("cannot listen on {}: {e}", args.listen))
         })?;
         let local = listener.local_addr()?;
-        // The one line on stdout: tests and scripts read the address from it.
-        println!("cosid serve: listening on http://{local} (store {shown})");
-        axum::serve(listener, app)
-            .with_graceful_shutdown(shutdown_signal())
-            .await?;
+        match (&args.tls_cert, &args.tls_key) {
+            (Some(cert), Some(key)) => {
+                let acceptor = tls::acceptor(cert, key).map_err(|e| Failure::usage("CONFIG", e))?;
+                // The one line on stdout: tests and scripts read the address from it.
+                println!("cosid serve: listening on https://{local} (store {shown})");
+                axum::serve(tls::TlsListener::new(listener, acceptor)?, app)
+                    .with_graceful_shutdown(shutdown_signal())
+                    .await?;
+            }
+            _ => {
+                println!("cosid serve: listening on http://{local} (store {shown})");
+                axum::serve(listener, app)
+                    .with_graceful_shutdown(shutdown_signal())
+                    .await?;
+            }
+        }
         // The slots of the runtimes of /v1/ids go back to the store, each with its last timestamp.
         let _ = tokio::task::spawn_blocking(move || state.release_all()).await;
         eprintln!("cosid serve: stopped");
