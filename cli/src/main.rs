@@ -46,7 +46,9 @@ fn main() -> ExitCode {
     let mut command = Cli::command()
         .args(settings::args())
         .after_help(help.clone());
-    for name in ["next", "parse", "leases", "status", "init", "migrate", "serve"] {
+    for name in [
+        "next", "parse", "leases", "status", "init", "migrate", "serve",
+    ] {
         command = command.mut_subcommand(name, |sub| sub.after_help(help.clone()));
     }
     let matches = match command.try_get_matches() {

@@ -38,7 +38,10 @@ fn block<T>(f: impl std::future::Future<Output = T>) -> T {
 fn ids_come_from_one_runtime_per_namespace_and_its_slot_is_released_on_sigterm() {
     let dir = tempfile::tempdir().unwrap();
     let mut serve = Serve::start(&sqlite(&dir), &[]);
-    let Some((body, status)) = curl(&format!("{}/v1/namespaces/orders/ids?n=100", serve.url), &[]) else {
+    let Some((body, status)) = curl(
+        &format!("{}/v1/namespaces/orders/ids?n=100", serve.url),
+        &[],
+    ) else {
         eprintln!("skipped: curl is not installed");
         return;
     };
@@ -53,15 +56,30 @@ fn ids_come_from_one_runtime_per_namespace_and_its_slot_is_released_on_sigterm()
     assert_eq!(ids.len(), 100);
     let (second, _) = curl(&format!("{}/v1/namespaces/orders/ids?n=5", serve.url), &[]).unwrap();
     let v: serde_json::Value = serde_json::from_str(&second).unwrap();
-    ids.extend(v["ids"].as_array().unwrap().iter().map(|s| s.as_str().unwrap().parse::<u64>().unwrap()));
+    ids.extend(
+        v["ids"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s.as_str().unwrap().parse::<u64>().unwrap()),
+    );
     assert!(ids.windows(2).all(|w| w[0] < w[1]), "ids strictly increase");
     let (_, status) = curl(&format!("{}/v1/namespaces/orders/ids?n=0", serve.url), &[]).unwrap();
     assert_eq!(status, 400);
 
     let (metrics, _) = curl(&format!("{}/metrics", serve.url), &[]).unwrap();
-    assert!(metrics.contains("cosid_serve_ids_issued_total{namespace=\"orders\"} 105"), "{metrics}");
-    assert!(metrics.contains("cosid_serve_slots_held{namespace=\"orders\"} 1"), "{metrics}");
-    assert!(metrics.contains("cosid_serve_errors_total{code=\"BAD_REQUEST\"}") || metrics.contains("# TYPE cosid_serve_errors_total counter"));
+    assert!(
+        metrics.contains("cosid_serve_ids_issued_total{namespace=\"orders\"} 105"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("cosid_serve_slots_held{namespace=\"orders\"} 1"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("cosid_serve_errors_total{code=\"BAD_REQUEST\"}")
+            || metrics.contains("# TYPE cosid_serve_errors_total counter")
+    );
 
     // Held while the server runs; released (no owner) once it stopped on SIGTERM.
     let store = HttpStore::open(&serve.url).unwrap();
@@ -90,7 +108,12 @@ fn ids_come_from_one_runtime_per_namespace_and_its_slot_is_released_on_sigterm()
     curl(&format!("{}/v1/namespaces/killed/ids", killed.url), &[]).unwrap();
     killed.kill();
     let after = Serve::start(&sqlite(&dir), &[]);
-    let seen = block(HttpStore::open(&after.url).unwrap().inspect(&Namespace::new("killed").unwrap())).unwrap();
+    let seen = block(
+        HttpStore::open(&after.url)
+            .unwrap()
+            .inspect(&Namespace::new("killed").unwrap()),
+    )
+    .unwrap();
     assert!(seen.slots.iter().any(|r| r.owner.is_some()), "{seen:?}");
 }
 
@@ -100,7 +123,11 @@ fn ids_come_from_one_runtime_per_namespace_and_its_slot_is_released_on_sigterm()
 fn tokens_guard_every_namespace() {
     let dir = tempfile::tempdir().unwrap();
     let tokens = dir.path().join("tokens");
-    std::fs::write(&tokens, "admin-token-0123456789\norders-token-0123456789 orders\n").unwrap();
+    std::fs::write(
+        &tokens,
+        "admin-token-0123456789\norders-token-0123456789 orders\n",
+    )
+    .unwrap();
     let serve = Serve::start(&sqlite(&dir), &["--token-file", tokens.to_str().unwrap()]);
     let url = &serve.url;
     let Some((_, status)) = curl(&format!("{url}/v1/namespaces/orders/ids"), &[]) else {
@@ -153,8 +180,16 @@ fn past_the_rate_limit_requests_are_retryable() {
         out
     });
     let limited: Vec<_> = results.iter().filter_map(|r| r.as_ref().err()).collect();
-    assert!(!limited.is_empty(), "10 requests at once pass a limit of 2 a second");
-    assert!(limited.iter().all(|e| e.is_retryable() && e.to_string().contains("429")), "{limited:?}");
+    assert!(
+        !limited.is_empty(),
+        "10 requests at once pass a limit of 2 a second"
+    );
+    assert!(
+        limited
+            .iter()
+            .all(|e| e.is_retryable() && e.to_string().contains("429")),
+        "{limited:?}"
+    );
 }
 
 /// Runs `openssl` with `args` (split at spaces) in `dir`; false when it is missing or fails.
@@ -194,7 +229,12 @@ fn https_serves_with_the_given_certificate_and_clients_check_it() {
     let data = tempfile::tempdir().unwrap();
     let serve = Serve::start(
         &sqlite(&data),
-        &["--tls-cert", &file("server.crt"), "--tls-key", &file("server.key")],
+        &[
+            "--tls-cert",
+            &file("server.crt"),
+            "--tls-key",
+            &file("server.key"),
+        ],
     );
     assert!(serve.url.starts_with("https://"), "{}", serve.url);
     let leases = |ca: &str| {
@@ -208,7 +248,8 @@ fn https_serves_with_the_given_certificate_and_clients_check_it() {
             .unwrap();
         (
             out.status.success(),
-            String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr),
+            String::from_utf8_lossy(&out.stdout).to_string()
+                + &String::from_utf8_lossy(&out.stderr),
         )
     };
     let (ok, text) = leases("ca.crt");

@@ -8,7 +8,10 @@ use serve_common::Serve;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-fn events() -> (Arc<Mutex<Vec<Event>>>, impl Fn(&Event) + Send + Sync + 'static) {
+fn events() -> (
+    Arc<Mutex<Vec<Event>>>,
+    impl Fn(&Event) + Send + Sync + 'static,
+) {
     let all = Arc::new(Mutex::new(Vec::new()));
     let sink = all.clone();
     (all, move |e: &Event| sink.lock().unwrap().push(e.clone()))
@@ -49,7 +52,10 @@ fn the_keeper_rides_out_a_restart_of_the_server() {
         .iter()
         .any(|e| matches!(e, Event::RenewFailed { .. }))
     {
-        assert!(Instant::now() < deadline, "no renewal failed while the server was down");
+        assert!(
+            Instant::now() < deadline,
+            "no renewal failed while the server was down"
+        );
         if let Ok(id) = rt.next_id() {
             ids.push(id.as_u64());
         }
@@ -118,10 +124,16 @@ fn refused_requests_answer_with_the_error_body() {
     let post = |path: &str, body: String| {
         let out = std::process::Command::new("curl")
             .args(["-s", "-o", "-", "-w", "\n%{http_code}", "-X", "POST"])
-            .args(["-H", "content-type: application/json", "--data-binary", &body])
+            .args([
+                "-H",
+                "content-type: application/json",
+                "--data-binary",
+                &body,
+            ])
             .arg(format!("{}{path}", serve.url))
             .output();
-        out.ok().map(|o| String::from_utf8_lossy(&o.stdout).to_string())
+        out.ok()
+            .map(|o| String::from_utf8_lossy(&o.stdout).to_string())
     };
     let Some(bad_json) = post("/v1/namespaces/x/acquire", "{".into()) else {
         eprintln!("skipped: curl is not installed");

@@ -72,7 +72,10 @@ pub fn router(state: S, max_body: usize) -> Router {
     Router::new()
         .route("/v1/store", get(store_info))
         .route("/v1/init", post(init))
-        .route("/v1/namespaces/{ns}", get(read_namespace).put(create_namespace))
+        .route(
+            "/v1/namespaces/{ns}",
+            get(read_namespace).put(create_namespace),
+        )
         .route("/v1/namespaces/{ns}/acquire", post(acquire))
         .route("/v1/namespaces/{ns}/renew", post(renew))
         .route("/v1/namespaces/{ns}/release", post(release))
@@ -82,7 +85,12 @@ pub fn router(state: S, max_body: usize) -> Router {
         .route("/metrics", get(metrics))
         .route("/healthz", get(|| async { "ok\n" }))
         .route("/readyz", get(readyz))
-        .fallback(|| async { refused(StatusCode::NOT_FOUND, "no such path; see docs/serve.md".into()) })
+        .fallback(|| async {
+            refused(
+                StatusCode::NOT_FOUND,
+                "no such path; see docs/serve.md".into(),
+            )
+        })
         .layer(DefaultBodyLimit::max(max_body))
         .with_state(state)
 }
@@ -90,7 +98,12 @@ pub fn router(state: S, max_body: usize) -> Router {
 /// A JSON answer.
 fn json(status: StatusCode, value: &impl Serialize) -> Response {
     let body = serde_json::to_vec(value).unwrap_or_default();
-    (status, [(axum::http::header::CONTENT_TYPE, "application/json")], body).into_response()
+    (
+        status,
+        [(axum::http::header::CONTENT_TYPE, "application/json")],
+        body,
+    )
+        .into_response()
 }
 
 /// A request refused before it reached the store.
@@ -128,9 +141,16 @@ fn authorize(state: &State, headers: &HeaderMap, namespace: Option<&str>) -> Res
     let (status, message) = match state.tokens.check(header, namespace) {
         Verdict::Allowed => return Ok(()),
         Verdict::Unauthenticated => (StatusCode::UNAUTHORIZED, "a valid bearer token is required"),
-        Verdict::Forbidden => (StatusCode::FORBIDDEN, "the token does not open this namespace"),
+        Verdict::Forbidden => (
+            StatusCode::FORBIDDEN,
+            "the token does not open this namespace",
+        ),
     };
-    state.metrics.error(if status == StatusCode::UNAUTHORIZED { "UNAUTHORIZED" } else { "FORBIDDEN" });
+    state.metrics.error(if status == StatusCode::UNAUTHORIZED {
+        "UNAUTHORIZED"
+    } else {
+        "FORBIDDEN"
+    });
     let mut response = refused(status, message.into());
     if status == StatusCode::UNAUTHORIZED {
         response.headers_mut().insert(
@@ -148,12 +168,21 @@ fn namespace(state: &State, headers: &HeaderMap, name: String) -> Result<Namespa
 }
 
 fn body<T: DeserializeOwned>(bytes: &Bytes) -> Result<T, Response> {
-    serde_json::from_slice(bytes)
-        .map_err(|e| refused(StatusCode::BAD_REQUEST, format!("invalid request body: {e}")))
+    serde_json::from_slice(bytes).map_err(|e| {
+        refused(
+            StatusCode::BAD_REQUEST,
+            format!("invalid request body: {e}"),
+        )
+    })
 }
 
 fn decoded<T>(r: Result<T, String>) -> Result<T, Response> {
-    r.map_err(|e| refused(StatusCode::BAD_REQUEST, format!("invalid request body: {e}")))
+    r.map_err(|e| {
+        refused(
+            StatusCode::BAD_REQUEST,
+            format!("invalid request body: {e}"),
+        )
+    })
 }
 
 /// The lease of a body, which must be of the namespace of the path.
@@ -191,10 +220,18 @@ async fn store_info(Shared(state): Shared<S>, headers: HeaderMap) -> Response {
 
 async fn init(Shared(state): Shared<S>, headers: HeaderMap) -> Response {
     tried!(authorize(&state, &headers, None));
-    answer(&state, state.store.init().await.map(|()| serde_json::json!({})))
+    answer(
+        &state,
+        state.store.init().await.map(|()| serde_json::json!({})),
+    )
 }
 
-async fn acquire(Shared(state): Shared<S>, headers: HeaderMap, Path(ns): Path<String>, bytes: Bytes) -> Response {
+async fn acquire(
+    Shared(state): Shared<S>,
+    headers: HeaderMap,
+    Path(ns): Path<String>,
+    bytes: Bytes,
+) -> Response {
     let ns = tried!(namespace(&state, &headers, ns));
     let req: wire::AcquireBody = tried!(body(&bytes));
     let (config, request) = tried!(decoded(req.decode()));
@@ -208,21 +245,36 @@ async fn acquire(Shared(state): Shared<S>, headers: HeaderMap, Path(ns): Path<St
     )
 }
 
-async fn renew(Shared(state): Shared<S>, headers: HeaderMap, Path(ns): Path<String>, bytes: Bytes) -> Response {
+async fn renew(
+    Shared(state): Shared<S>,
+    headers: HeaderMap,
+    Path(ns): Path<String>,
+    bytes: Bytes,
+) -> Response {
     let ns = tried!(namespace(&state, &headers, ns));
     let req: wire::RenewBody = tried!(body(&bytes));
     let lease = tried!(lease_of(&ns, &req.lease));
     let started = Instant::now();
-    let renewed = state.store.renew(&lease, req.ttl_ms, req.tolerance_ms).await;
+    let renewed = state
+        .store
+        .renew(&lease, req.ttl_ms, req.tolerance_ms)
+        .await;
     let seconds = started.elapsed().as_secs_f64();
     match &renewed {
         Ok(_) => state.metrics.renewal("ok", Some(seconds)),
-        Err(e) => state.metrics.renewal(ErrorCode::of_store(e).name(), Some(seconds)),
+        Err(e) => state
+            .metrics
+            .renewal(ErrorCode::of_store(e).name(), Some(seconds)),
     }
     answer(&state, renewed.map(|l| wire::Lease::of(&l)))
 }
 
-async fn release(Shared(state): Shared<S>, headers: HeaderMap, Path(ns): Path<String>, bytes: Bytes) -> Response {
+async fn release(
+    Shared(state): Shared<S>,
+    headers: HeaderMap,
+    Path(ns): Path<String>,
+    bytes: Bytes,
+) -> Response {
     let ns = tried!(namespace(&state, &headers, ns));
     let req: wire::ReleaseBody = tried!(body(&bytes));
     let lease = tried!(lease_of(&ns, &req.lease));
@@ -249,15 +301,22 @@ async fn slots(Shared(state): Shared<S>, headers: HeaderMap, Path(ns): Path<Stri
 }
 
 /// The namespace record and the store's clock (`record` is null for a namespace never used).
-async fn read_namespace(Shared(state): Shared<S>, headers: HeaderMap, Path(ns): Path<String>) -> Response {
+async fn read_namespace(
+    Shared(state): Shared<S>,
+    headers: HeaderMap,
+    Path(ns): Path<String>,
+) -> Response {
     let ns = tried!(namespace(&state, &headers, ns));
-    answer(&state, state.store.inspect(&ns).await.map(|i| {
-        serde_json::json!({
-            "namespace": ns.as_str(),
-            "record": i.namespace.as_ref().map(wire::Record::of),
-            "store_now": i.store_now,
-        })
-    }))
+    answer(
+        &state,
+        state.store.inspect(&ns).await.map(|i| {
+            serde_json::json!({
+                "namespace": ns.as_str(),
+                "record": i.namespace.as_ref().map(wire::Record::of),
+                "store_now": i.store_now,
+            })
+        }),
+    )
 }
 
 /// Records the namespace with the settings of the body (`{"config": ...}`), or checks them against the record.
@@ -285,7 +344,12 @@ async fn create_namespace(
     )
 }
 
-async fn not_before(Shared(state): Shared<S>, headers: HeaderMap, Path(ns): Path<String>, bytes: Bytes) -> Response {
+async fn not_before(
+    Shared(state): Shared<S>,
+    headers: HeaderMap,
+    Path(ns): Path<String>,
+    bytes: Bytes,
+) -> Response {
     let ns = tried!(namespace(&state, &headers, ns));
     let req: wire::NotBeforeBody = tried!(body(&bytes));
     let config = tried!(decoded(req.config.decode()));
@@ -388,7 +452,10 @@ async fn metrics(Shared(state): Shared<S>, headers: HeaderMap) -> Response {
     let text = state.metrics.render(&state.held());
     (
         StatusCode::OK,
-        [(axum::http::header::CONTENT_TYPE, "text/plain; version=0.0.4")],
+        [(
+            axum::http::header::CONTENT_TYPE,
+            "text/plain; version=0.0.4",
+        )],
         text,
     )
         .into_response()

@@ -110,15 +110,37 @@ mod tests {
     fn tokens_open_their_namespace_only() {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("tokens");
-        std::fs::write(&file, "# comment\nall-namespaces-token-1\norders-only-token-22 orders\n").unwrap();
+        std::fs::write(
+            &file,
+            "# comment\nall-namespaces-token-1\norders-only-token-22 orders\n",
+        )
+        .unwrap();
         let t = Tokens::load(Some(&file), None).unwrap();
         let h = |s: &'static str| Some(s.as_bytes());
-        assert_eq!(t.check(h("Bearer all-namespaces-token-1"), Some("x")), Verdict::Allowed);
-        assert_eq!(t.check(h("Bearer all-namespaces-token-1"), None), Verdict::Allowed);
-        assert_eq!(t.check(h("Bearer orders-only-token-22"), Some("orders")), Verdict::Allowed);
-        assert_eq!(t.check(h("Bearer orders-only-token-22"), Some("users")), Verdict::Forbidden);
-        assert_eq!(t.check(h("Bearer orders-only-token-22"), None), Verdict::Forbidden);
-        assert_eq!(t.check(h("Bearer nope-nope-nope-nope"), Some("x")), Verdict::Unauthenticated);
+        assert_eq!(
+            t.check(h("Bearer all-namespaces-token-1"), Some("x")),
+            Verdict::Allowed
+        );
+        assert_eq!(
+            t.check(h("Bearer all-namespaces-token-1"), None),
+            Verdict::Allowed
+        );
+        assert_eq!(
+            t.check(h("Bearer orders-only-token-22"), Some("orders")),
+            Verdict::Allowed
+        );
+        assert_eq!(
+            t.check(h("Bearer orders-only-token-22"), Some("users")),
+            Verdict::Forbidden
+        );
+        assert_eq!(
+            t.check(h("Bearer orders-only-token-22"), None),
+            Verdict::Forbidden
+        );
+        assert_eq!(
+            t.check(h("Bearer nope-nope-nope-nope"), Some("x")),
+            Verdict::Unauthenticated
+        );
         assert_eq!(t.check(None, Some("x")), Verdict::Unauthenticated);
         assert!(Tokens::load(None, None).unwrap().check(None, None) == Verdict::Allowed);
         std::fs::write(&file, "short\n").unwrap();

@@ -70,29 +70,83 @@ fn render_grouped(c: &Counts, held: &BTreeMap<String, u64>) -> String {
     let head = |out: &mut String, name: &str, kind: &str, help: &str| {
         let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
     };
-    head(&mut out, "cosid_serve_ids_issued_total", "counter", "Ids issued by GET /v1/namespaces/{ns}/ids.");
+    head(
+        &mut out,
+        "cosid_serve_ids_issued_total",
+        "counter",
+        "Ids issued by GET /v1/namespaces/{ns}/ids.",
+    );
     for (ns, n) in &c.ids {
-        let _ = writeln!(out, "cosid_serve_ids_issued_total{{namespace=\"{}\"}} {n}", label(ns));
+        let _ = writeln!(
+            out,
+            "cosid_serve_ids_issued_total{{namespace=\"{}\"}} {n}",
+            label(ns)
+        );
     }
-    head(&mut out, "cosid_serve_errors_total", "counter", "Error answers, by code.");
+    head(
+        &mut out,
+        "cosid_serve_errors_total",
+        "counter",
+        "Error answers, by code.",
+    );
     for (code, n) in &c.errors {
-        let _ = writeln!(out, "cosid_serve_errors_total{{code=\"{}\"}} {n}", label(code));
+        let _ = writeln!(
+            out,
+            "cosid_serve_errors_total{{code=\"{}\"}} {n}",
+            label(code)
+        );
     }
-    head(&mut out, "cosid_serve_renewals_total", "counter", "Lease renewals, by outcome.");
+    head(
+        &mut out,
+        "cosid_serve_renewals_total",
+        "counter",
+        "Lease renewals, by outcome.",
+    );
     for (o, n) in &c.renewals {
-        let _ = writeln!(out, "cosid_serve_renewals_total{{outcome=\"{}\"}} {n}", label(o));
+        let _ = writeln!(
+            out,
+            "cosid_serve_renewals_total{{outcome=\"{}\"}} {n}",
+            label(o)
+        );
     }
-    head(&mut out, "cosid_serve_regressions_total", "counter", "Store regressions (lost writes) seen.");
+    head(
+        &mut out,
+        "cosid_serve_regressions_total",
+        "counter",
+        "Store regressions (lost writes) seen.",
+    );
     let _ = writeln!(out, "cosid_serve_regressions_total {}", c.regressions);
-    head(&mut out, "cosid_serve_slots_held", "gauge", "Slots held by the server's own runtimes, by namespace.");
+    head(
+        &mut out,
+        "cosid_serve_slots_held",
+        "gauge",
+        "Slots held by the server's own runtimes, by namespace.",
+    );
     for (ns, n) in held {
-        let _ = writeln!(out, "cosid_serve_slots_held{{namespace=\"{}\"}} {n}", label(ns));
+        let _ = writeln!(
+            out,
+            "cosid_serve_slots_held{{namespace=\"{}\"}} {n}",
+            label(ns)
+        );
     }
-    head(&mut out, "cosid_serve_renew_seconds", "histogram", "Time the store took to answer a renewal.");
+    head(
+        &mut out,
+        "cosid_serve_renew_seconds",
+        "histogram",
+        "Time the store took to answer a renewal.",
+    );
     for (i, b) in BUCKETS.iter().enumerate() {
-        let _ = writeln!(out, "cosid_serve_renew_seconds_bucket{{le=\"{b}\"}} {}", c.renew_buckets[i]);
+        let _ = writeln!(
+            out,
+            "cosid_serve_renew_seconds_bucket{{le=\"{b}\"}} {}",
+            c.renew_buckets[i]
+        );
     }
-    let _ = writeln!(out, "cosid_serve_renew_seconds_bucket{{le=\"+Inf\"}} {}", c.renew_count);
+    let _ = writeln!(
+        out,
+        "cosid_serve_renew_seconds_bucket{{le=\"+Inf\"}} {}",
+        c.renew_count
+    );
     let _ = writeln!(out, "cosid_serve_renew_seconds_sum {}", c.renew_sum);
     let _ = writeln!(out, "cosid_serve_renew_seconds_count {}", c.renew_count);
     out
@@ -100,5 +154,7 @@ fn render_grouped(c: &Counts, held: &BTreeMap<String, u64>) -> String {
 
 /// A label value with `\`, `"` and line breaks escaped.
 fn label(s: &str) -> String {
-    s.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
+    s.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
 }

@@ -18,7 +18,12 @@ use std::sync::Arc;
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Address to listen on (port 0: any free port; the address is printed)
-    #[arg(long, value_name = "ADDR", env = "COSID_SERVE_LISTEN", default_value = "127.0.0.1:7468")]
+    #[arg(
+        long,
+        value_name = "ADDR",
+        env = "COSID_SERVE_LISTEN",
+        default_value = "127.0.0.1:7468"
+    )]
     listen: SocketAddr,
 
     /// Largest request body accepted, in bytes
@@ -49,6 +54,13 @@ pub struct Args {
 /// Opens the store and serves until SIGINT or SIGTERM.
 pub fn run(args: &Args, config: &Config) -> Result<(), Failure> {
     let (url, shown) = crate::settings::store_url(config)?;
+    if url == cosid::store::StoreUrl::Memory {
+        // Leases in the server's memory would be lost with it, and each replica would have its own.
+        return Err(Failure::usage(
+            "CONFIG",
+            "cosid serve keeps no leases of its own: put it in front of a durable store (sqlite://, redis://, ...), not memory:",
+        ));
+    }
     let tokio = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -79,9 +91,11 @@ pub fn run(args: &Args, config: &Config) -> Result<(), Failure> {
                 limit::limited(bucket.clone(), req, next)
             }));
         }
-        let listener = tokio::net::TcpListener::bind(args.listen).await.map_err(|e| {
-            Failure::runtime("LISTEN", format!("cannot listen on {}: {e}", args.listen))
-        })?;
+        let listener = tokio::net::TcpListener::bind(args.listen)
+            .await
+            .map_err(|e| {
+                Failure::runtime("LISTEN", format!("cannot listen on {}: {e}", args.listen))
+            })?;
         let local = listener.local_addr()?;
         match (&args.tls_cert, &args.tls_key) {
             (Some(cert), Some(key)) => {

@@ -17,7 +17,11 @@ pub struct Serve {
 impl Serve {
     /// Starts `cosid serve` in front of `store` with `extra` flags.
     pub fn start(store: &str, extra: &[&str]) -> Serve {
-        Self::start_on(store, "127.0.0.1:0", extra.iter().map(|s| s.to_string()).collect())
+        Self::start_on(
+            store,
+            "127.0.0.1:0",
+            extra.iter().map(|s| s.to_string()).collect(),
+        )
     }
 
     fn start_on(store: &str, listen: &str, extra: Vec<String>) -> Serve {

@@ -54,9 +54,10 @@ impl HttpStore {
             reason: scrub(&reason, url),
         };
         let mut base = url::Url::parse(url).map_err(|e| invalid(e.to_string()))?;
-        if !matches!(base.scheme(), "http" | "https") || base.host_str().is_none_or(str::is_empty)
-        {
-            return Err(invalid("expected http://host:port or https://host:port".into()));
+        if !matches!(base.scheme(), "http" | "https") || base.host_str().is_none_or(str::is_empty) {
+            return Err(invalid(
+                "expected http://host:port or https://host:port".into(),
+            ));
         }
         let mut token = base
             .query_pairs()
@@ -145,8 +146,11 @@ impl HttpStore {
         if (200..300).contains(&status) {
             return serde_json::from_slice(&bytes).map_err(|e| StoreError::Generic {
                 store: KIND,
-                source: format!("the server at {} answered with an unreadable body: {e}", self.shown)
-                    .into(),
+                source: format!(
+                    "the server at {} answered with an unreadable body: {e}",
+                    self.shown
+                )
+                .into(),
             });
         }
         match serde_json::from_slice::<wire::ErrorBody>(&bytes) {
@@ -188,7 +192,11 @@ impl LeaseStore for HttpStore {
 
     async fn init(&self) -> Result<(), StoreError> {
         let _: serde_json::Value = self
-            .call(reqwest::Method::POST, &["init"], Some(&serde_json::json!({})))
+            .call(
+                reqwest::Method::POST,
+                &["init"],
+                Some(&serde_json::json!({})),
+            )
             .await?;
         Ok(())
     }
