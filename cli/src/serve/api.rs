@@ -1,4 +1,6 @@
 //! The routes of the lease API: `/v1/...`, JSON in and out, every store error as its wire form.
+// The error of these helpers is the HTTP answer itself, made once per refused request: boxing it buys nothing.
+#![allow(clippy::result_large_err)]
 
 use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, Path, Query, State as Shared};
