@@ -85,6 +85,7 @@ pub fn router(state: S, max_body: usize) -> Router {
         .route("/v1/namespaces/{ns}/not_before", post(not_before))
         .route("/v1/namespaces/{ns}/ids", get(ids))
         .route("/metrics", get(metrics))
+        .route("/dashboard", get(dashboard))
         .route("/healthz", get(|| async { "ok\n" }))
         .route("/readyz", get(readyz))
         .fallback(|| async {
@@ -474,4 +475,32 @@ async fn readyz(Shared(state): Shared<S>) -> Response {
         )
             .into_response(),
     }
+}
+
+/// The dashboard of the namespaces in `?ns=` (each needs the token to open it) and of the server's runtimes.
+async fn dashboard(
+    Shared(state): Shared<S>,
+    headers: HeaderMap,
+    axum::extract::RawQuery(query): axum::extract::RawQuery,
+) -> Response {
+    let mut names: Vec<String> = url::form_urlencoded::parse(query.unwrap_or_default().as_bytes())
+        .filter(|(k, _)| k == "ns")
+        .map(|(_, v)| v.into_owned())
+        .collect();
+    let mut own: Vec<String> = state.held().into_keys().collect();
+    own.retain(|n| !names.contains(n));
+    names.extend(own);
+    for name in &names {
+        tried!(authorize(&state, &headers, Some(name)));
+    }
+    if names.is_empty() {
+        tried!(authorize(&state, &headers, None));
+    }
+    let page = super::dashboard::render(&state, &names).await;
+    (
+        StatusCode::OK,
+        [(axum::http::header::CONTENT_TYPE, "text/html; charset=utf-8")],
+        page,
+    )
+        .into_response()
 }
