@@ -48,7 +48,7 @@ if [ "$have_libfuzzer" = 0 ]; then
         exit 1
     fi
 else
-    targets=(id_text layout namespace config state_file sqlite_records)
+    targets=(id_text layout namespace config state_file sqlite_records http_wire)
     [ -n "${COSID_TEST_REDIS_URL:-}" ] && targets+=(redis_records)
     [ -n "${COSID_TEST_ETCD_URL:-}" ] && targets+=(etcd_records)
     (cd fuzz && cargo +nightly fuzz build -O "${features[@]}")

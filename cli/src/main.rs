@@ -6,6 +6,7 @@
 
 mod commands;
 mod failure;
+mod serve;
 mod settings;
 mod show;
 
@@ -36,6 +37,8 @@ enum Command {
     Init,
     /// Lift the namespace (or a static state file) past every timestamp of a machine-id (4.x) deployment
     Migrate(commands::migrate::Args),
+    /// Serve the lease API over HTTP in front of the store (the `http://` store's server)
+    Serve(serve::Args),
 }
 
 fn main() -> ExitCode {
@@ -43,7 +46,9 @@ fn main() -> ExitCode {
     let mut command = Cli::command()
         .args(settings::args())
         .after_help(help.clone());
-    for name in ["next", "parse", "leases", "status", "init", "migrate"] {
+    for name in [
+        "next", "parse", "leases", "status", "init", "migrate", "serve",
+    ] {
         command = command.mut_subcommand(name, |sub| sub.after_help(help.clone()));
     }
     let matches = match command.try_get_matches() {
@@ -75,6 +80,7 @@ fn run(cli: Cli, matches: &clap::ArgMatches) -> Result<(), Failure> {
         Command::Leases(args) => commands::leases::run(&args, &config),
         Command::Status(args) => commands::status::run(&args, settings),
         Command::Init => commands::init::run(&config),
+        Command::Serve(args) => serve::run(&args, &config),
         Command::Migrate(args) => commands::migrate::run(
             &args,
             &config,

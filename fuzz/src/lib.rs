@@ -56,6 +56,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("config", config),
     ("state_file", state_file),
     ("sqlite_records", sqlite_records),
+    ("http_wire", http_wire),
 ];
 
 /// Targets that need a server (and the `servers` feature); each does nothing when its server's URL is unset.
@@ -389,4 +390,73 @@ pub fn state_file(data: &[u8]) {
             String::from_utf8_lossy(data)
         );
     });
+}
+
+/// The lease API's request and error bodies (`cosid serve`, the `http://` store), as a server or client reads them
+/// off the wire: never a panic; a body that parses and decodes comes back the same through its wire form; an error
+/// body becomes a store error whose wire form reads back as the same error.
+///
+/// Input: the first byte picks the body type, the rest is the JSON text.
+pub fn http_wire(data: &[u8]) {
+    use cosid::store::http::wire;
+    let Some((&kind, text)) = data.split_first() else {
+        return;
+    };
+    fn again<T: serde::Serialize + serde::de::DeserializeOwned>(value: &T) -> T {
+        let text = serde_json::to_vec(value).expect("a wire value serializes");
+        serde_json::from_slice(&text).expect("a serialized wire value parses")
+    }
+    match kind % 6 {
+        0 => {
+            if let Ok(b) = serde_json::from_slice::<wire::AcquireBody>(text) {
+                if let Ok((config, request)) = b.decode() {
+                    let back = again(&wire::AcquireBody::of(&config, &request))
+                        .decode()
+                        .unwrap();
+                    assert_eq!(back.0, config);
+                    assert_eq!(
+                        (back.1.owner, back.1.ttl_ms, back.1.preferred_slot),
+                        (request.owner, request.ttl_ms, request.preferred_slot)
+                    );
+                }
+            }
+        }
+        1 => {
+            if let Ok(b) = serde_json::from_slice::<wire::RenewBody>(text) {
+                if let Ok(lease) = b.lease.decode() {
+                    assert_eq!(again(&wire::Lease::of(&lease)).decode().unwrap(), lease);
+                }
+            }
+        }
+        2 => {
+            if let Ok(b) = serde_json::from_slice::<wire::ReleaseBody>(text) {
+                let _ = b.lease.decode();
+            }
+        }
+        3 => {
+            if let Ok(b) = serde_json::from_slice::<wire::InspectionBody>(text) {
+                if let Ok(i) = b.decode() {
+                    assert_eq!(again(&wire::InspectionBody::of(&i)).decode().unwrap(), i);
+                }
+            }
+        }
+        4 => {
+            if let Ok(b) = serde_json::from_slice::<wire::NotBeforeBody>(text) {
+                if let Ok(c) = b.config.decode() {
+                    assert_eq!(again(&wire::Config::of(&c)).decode().unwrap(), c);
+                }
+            }
+        }
+        _ => {
+            if let Ok(b) = serde_json::from_slice::<wire::ErrorBody>(text) {
+                for status in [400, 429, 500, 503] {
+                    let e = b.error.clone().into_store_error(status);
+                    let sent = again(&wire::ErrorBody::of(&e));
+                    let back = sent.error.into_store_error(wire::status(&e));
+                    assert_eq!(format!("{e:?}"), format!("{back:?}"));
+                    assert_eq!(e.is_retryable(), back.is_retryable());
+                }
+            }
+        }
+    }
 }

@@ -4,6 +4,8 @@
 
 #[cfg(feature = "etcd")]
 mod etcd;
+#[cfg(feature = "http")]
+pub mod http;
 mod memory;
 #[cfg(feature = "mysql")]
 mod mysql;
@@ -18,6 +20,8 @@ mod url;
 pub use self::url::{open, redacted, scrub, StoreUrl};
 #[cfg(feature = "etcd")]
 pub use etcd::EtcdStore;
+#[cfg(feature = "http")]
+pub use http::HttpStore;
 pub use memory::MemoryStore;
 #[cfg(feature = "mysql")]
 pub use mysql::MysqlStore;

@@ -21,6 +21,8 @@ pub enum StoreUrl {
     Mysql(String),
     /// `etcd://host:port[,host:port...]`.
     Etcd(Vec<String>),
+    /// `http://` or `https://`: a `cosid serve` in front of another store.
+    Http(String),
 }
 
 impl StoreUrl {
@@ -47,6 +49,7 @@ impl StoreUrl {
             "redis" | "rediss" => Ok(StoreUrl::Redis(checked(url, rest)?)),
             "postgres" | "postgresql" => Ok(StoreUrl::Postgres(checked(url, rest)?)),
             "mysql" | "mariadb" => Ok(StoreUrl::Mysql(checked(url, rest)?)),
+            "http" | "https" => Ok(StoreUrl::Http(checked(url, rest)?)),
             "etcd" => {
                 let hosts = rest.strip_prefix("//").ok_or_else(|| invalid("expected etcd://host:port[,host:port]"))?;
                 let hosts: Vec<String> = hosts
@@ -60,7 +63,7 @@ impl StoreUrl {
                 Ok(StoreUrl::Etcd(hosts))
             }
             other => Err(invalid(&format!(
-                "unknown scheme {other:?}; expected sqlite, memory, redis, rediss, postgres, mysql or etcd"
+                "unknown scheme {other:?}; expected sqlite, memory, redis, rediss, postgres, mysql, etcd, http or https"
             ))),
         }
     }
@@ -82,7 +85,7 @@ impl std::fmt::Display for StoreUrl {
         match self {
             StoreUrl::Memory => f.write_str("memory:"),
             StoreUrl::Sqlite(path) => write!(f, "sqlite://{}", path.display()),
-            StoreUrl::Redis(u) | StoreUrl::Postgres(u) | StoreUrl::Mysql(u) => {
+            StoreUrl::Redis(u) | StoreUrl::Postgres(u) | StoreUrl::Mysql(u) | StoreUrl::Http(u) => {
                 f.write_str(&redacted(u))
             }
             StoreUrl::Etcd(hosts) => f.write_str(&redacted(&format!("etcd://{}", hosts.join(",")))),
@@ -281,6 +284,10 @@ pub async fn open(
         StoreUrl::Etcd(hosts) => Ok(Arc::new(super::EtcdStore::open(hosts, clock).await?)),
         #[cfg(not(feature = "etcd"))]
         StoreUrl::Etcd(_) => Err(not_built("etcd", "etcd")),
+        #[cfg(feature = "http")]
+        StoreUrl::Http(url) => Ok(Arc::new(super::HttpStore::open(url)?)),
+        #[cfg(not(feature = "http"))]
+        StoreUrl::Http(_) => Err(not_built("http", "http")),
     }
 }
 
@@ -306,6 +313,14 @@ mod tests {
         assert!(matches!(
             StoreUrl::parse("postgres://u:p@localhost/db").unwrap(),
             StoreUrl::Postgres(_)
+        ));
+        assert_eq!(
+            StoreUrl::parse("http://127.0.0.1:8080").unwrap(),
+            StoreUrl::Http("http://127.0.0.1:8080".into())
+        );
+        assert!(matches!(
+            StoreUrl::parse("https://ids.example/x?token=t").unwrap(),
+            StoreUrl::Http(_)
         ));
         assert_eq!(
             StoreUrl::parse("etcd://a:2379,b:2379").unwrap(),
@@ -339,6 +354,8 @@ mod tests {
         ),
         ("mysql://app@db/ids?pass=Hunter2pw", &["Hunter2pw"]),
         ("redis://db:1/0?token=Hunter2pw", &["Hunter2pw"]),
+        ("http://127.0.0.1:8080?token=Hunter2pw", &["Hunter2pw"]),
+        ("https://:Hunter2pw@ids.example:443/lease", &["Hunter2pw"]),
         (
             "etcd://root:Hunter2pw@127.0.0.1:2379,127.0.0.2:2379",
             &["Hunter2pw"],
@@ -449,6 +466,8 @@ mod tests {
             "redis://",
             "etcd://",
             "etcd://a",
+            "http://",
+            "https:x",
             "memory:/x",
         ] {
             assert!(

@@ -1,0 +1,85 @@
+//! A real `cosid serve` process for the tests: started on 127.0.0.1 on a free port, stopped with SIGTERM on drop.
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+
+/// A running `cosid serve`.
+pub struct Serve {
+    child: Child,
+    /// `http://127.0.0.1:PORT`.
+    pub url: String,
+    store: String,
+    listen: String,
+    extra: Vec<String>,
+}
+
+impl Serve {
+    /// Starts `cosid serve` in front of `store` with `extra` flags.
+    pub fn start(store: &str, extra: &[&str]) -> Serve {
+        Self::start_on(
+            store,
+            "127.0.0.1:0",
+            extra.iter().map(|s| s.to_string()).collect(),
+        )
+    }
+
+    fn start_on(store: &str, listen: &str, extra: Vec<String>) -> Serve {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_cosid"))
+            .arg("serve")
+            .args(["--listen", listen])
+            .args(&extra)
+            .env("COSID_STORE", store)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("cosid serve starts");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let addr = line
+            .split("listening on ")
+            .nth(1)
+            .and_then(|r| r.split_whitespace().next())
+            .unwrap_or_else(|| panic!("cosid serve did not print its address: {line:?}"))
+            .to_owned();
+        let listen = addr.rsplit('/').next().unwrap().to_owned();
+        Serve {
+            child,
+            url: addr,
+            store: store.to_owned(),
+            listen,
+            extra,
+        }
+    }
+
+    /// Stops the server (SIGTERM) and waits for it; returns its exit status.
+    pub fn stop(&mut self) -> std::process::ExitStatus {
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        self.child.wait().unwrap()
+    }
+
+    /// Kills the server (SIGKILL): nothing is released.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// Stops the server and starts it again on the same address and settings.
+    pub fn restart(&mut self) {
+        self.stop();
+        *self = Self::start_on(&self.store, &self.listen, self.extra.clone());
+    }
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
