@@ -744,3 +744,43 @@ fn a_zookeeper_restart_fails_renewals_then_resumes_and_no_id_passes_a_ceiling() 
         .iter()
         .any(|e| matches!(e, Event::Released { .. })));
 }
+
+/// One owner acquiring through two sessions at once, each preferring another slot, ends with one slot: the second
+/// acquisition's write fails on the `slot` znode the first one bumped, and its retry finds the slot it holds. (Were
+/// acquisitions only checked on the slot they write, both would commit, and the owner would hold two slots.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_acquisitions_by_one_owner_never_take_two_slots() {
+    let Some(url) = conformance::server_url(URL_VAR, SCRIPT) else {
+        return;
+    };
+    let clock = ManualClock::new(T0);
+    let (a, b) = (
+        Arc::new(store(&url, &clock).await),
+        Arc::new(store(&url, &clock).await),
+    );
+    for round in 0..40 {
+        let ns = fresh("same-owner");
+        // The namespace exists (with slot 0 held), so that neither acquisition has a znode to create but its slot.
+        a.acquire(&ns, &CONFIG, &request("other")).await.unwrap();
+        let owner = Owner::new("one");
+        let asking = |store: Arc<ZookeeperStore>, slot: u32| {
+            let (ns, owner) = (ns.clone(), owner.clone());
+            tokio::spawn(async move {
+                let req = AcquireRequest {
+                    owner,
+                    ttl_ms: 30_000,
+                    preferred_slot: Some(slot),
+                };
+                store.acquire(&ns, &CONFIG, &req).await.unwrap().lease.slot
+            })
+        };
+        let (x, y) = (asking(a.clone(), 1), asking(b.clone(), 2));
+        let (x, y) = (x.await.unwrap(), y.await.unwrap());
+        assert_eq!(
+            x, y,
+            "round {round}: one owner was granted slots {x} and {y}"
+        );
+        let held = a.inspect(&ns).await.unwrap().slots.len();
+        assert_eq!(held, 2, "round {round}: {held} slot records for two owners");
+    }
+}
