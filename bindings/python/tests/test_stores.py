@@ -1,6 +1,6 @@
 """The package on every network store, against real servers.
 
-COSID_TEST_{REDIS,POSTGRES,MYSQL,ETCD}_URL point at them (.ci/python.sh starts each one that is not set, with the
+COSID_TEST_{REDIS,POSTGRES,MYSQL,ETCD,ZOOKEEPER}_URL point at them (.ci/python.sh starts each one that is not set, with the
 scripts of .ci/services/). A store whose variable is unset is skipped, saying so.
 """
 
@@ -19,6 +19,7 @@ STORES = [
     ("postgres", "COSID_TEST_POSTGRES_URL"),
     ("mysql", "COSID_TEST_MYSQL_URL"),
     ("etcd", "COSID_TEST_ETCD_URL"),
+    ("zookeeper", "COSID_TEST_ZOOKEEPER_URL"),
 ]
 
 
@@ -80,7 +81,14 @@ def test_exhausted(store: tuple) -> None:
 
 
 @pytest.mark.parametrize(
-    "url", ["redis://127.0.0.1:1/0", "postgres://u:p@127.0.0.1:1/db", "mysql://u:p@127.0.0.1:1/db", "etcd://127.0.0.1:1"]
+    "url",
+    [
+        "redis://127.0.0.1:1/0",
+        "postgres://u:p@127.0.0.1:1/db",
+        "mysql://u:p@127.0.0.1:1/db",
+        "etcd://127.0.0.1:1",
+        "zookeeper://127.0.0.1:1",
+    ],
 )
 def test_unreachable_store_is_store_unavailable(url: str) -> None:
     with pytest.raises(cosid.StoreUnavailableError):
