@@ -17,6 +17,11 @@
 //! - renewal and release check the namespace record and write their slot at the version they read;
 //! - `raise_not_before` writes the namespace record at the version it read (or creates it).
 //!
+//! A ZooKeeper server may answer reads from a state behind the leader's. Every decision is therefore confirmed
+//! by the leader: a write checks the versions it read, an acquisition that finds the slot already held by its
+//! owner writes nothing but still commits a `multi` of checks, and a new session `sync`s before its first read
+//! (so that a new session never reads a state older than what an earlier session of this store wrote).
+//!
 //! A failed check means another writer got there first: the operation reads again and retries, a bounded number of
 //! times with a small jittered pause. No znode is ephemeral and none has a TTL: a lease outlives the session that
 //! took it, and it expires when the protocol says so (its `expires_at`, on the store clock), whatever happens to
@@ -474,6 +479,10 @@ impl ZookeeperStore {
             .mkdir(&self.root, &self.create_options())
             .await
             .map_err(zk_err)?;
+        // A new session may land on a server behind the leader (an older session's writes not applied yet): bring
+        // it up to the leader's state first. From then on, the session reads its own writes, also after moving
+        // to another server.
+        client.sync(&self.root).await.map_err(zk_err)?;
         *cached = Some(client.clone());
         Ok(client)
     }
@@ -706,10 +715,28 @@ impl LeaseStore for ZookeeperStore {
             let now = self.clock.now_ms();
             let grant = protocol::acquire(namespace, &record, &slots, request, now)?;
             let namespace_changed = stored.as_ref() != Some(&record);
-            if grant.write.is_none() && !namespace_changed {
-                return Ok(Try::Done(grant.acquired));
-            }
             let paths = self.paths(namespace);
+            if grant.write.is_none() && !namespace_changed {
+                // The owner already holds a slot (a retried acquisition). A server may answer reads from a
+                // state behind the leader's: confirm through the leader that the records are still as read.
+                let held = grant.acquired.lease.slot;
+                let mut multi = client.new_multi_writer();
+                let built = (|| {
+                    if let Some((_, v)) = &snapshot.namespace {
+                        multi.add_check_version(&paths.namespace, *v)?;
+                    }
+                    if let Some((_, v)) = snapshot.slots.iter().find(|(r, _)| r.slot == held) {
+                        multi.add_check_version(&paths.slot(held), *v)?;
+                    }
+                    Ok::<_, ZkError>(())
+                })();
+                built.map_err(zk_err)?;
+                return Ok(if commit(&mut multi).await? {
+                    Try::Done(grant.acquired)
+                } else {
+                    Try::Raced
+                });
+            }
             let options = self.create_options();
             let written = grant.write.as_ref().map(|w| w.slot);
             let mut multi = client.new_multi_writer();
