@@ -706,15 +706,15 @@ impl LeaseStore for ZookeeperStore {
                 Try::Done(s) => s,
                 Try::Raced => return Ok(Try::Raced),
             };
-            let stored = snapshot.namespace.as_ref().map(|(r, _)| r.clone());
-            let record = protocol::check_namespace(namespace, stored.clone(), config)?;
+            let stored = snapshot.namespace.as_ref().map(|(r, _)| *r);
+            let record = protocol::check_namespace(namespace, stored, config)?;
             let slots: Vec<SlotRecord> = snapshot.slots.iter().map(|(r, _)| r.clone()).collect();
             for s in &slots {
                 protocol::validate(KIND, namespace, s, record.bits)?;
             }
             let now = self.clock.now_ms();
             let grant = protocol::acquire(namespace, &record, &slots, request, now)?;
-            let namespace_changed = stored.as_ref() != Some(&record);
+            let namespace_changed = stored != Some(record);
             let paths = self.paths(namespace);
             if grant.write.is_none() && !namespace_changed {
                 // The owner already holds a slot (a retried acquisition). A server may answer reads from a
