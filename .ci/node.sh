@@ -9,10 +9,10 @@
 #      script with no devDependency, then require('cosid') and import from 'cosid' there;
 #   4. the tests (node --test), the store tests against real servers, and one quick run of the benchmark harness
 #      (figures only).
-# The addon is built with every store. Each of Redis, PostgreSQL, MariaDB and etcd whose COSID_TEST_*_URL is not
-# set yet is started with .ci/services/ (scripts/test-all.sh has started them all and exported their URLs, which
-# reach this script through the environment); COSID_NODE_NO_SERVERS=1 starts none (the tests of a store without
-# its URL then report themselves skipped).
+# The addon is built with every store. Each of Redis, PostgreSQL, MariaDB, etcd and ZooKeeper whose
+# COSID_TEST_*_URL is not set yet is started with .ci/services/ (scripts/test-all.sh has started them all and
+# exported their URLs, which reach this script through the environment); COSID_NODE_NO_SERVERS=1 starts none (the
+# tests of a store without its URL then report themselves skipped).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -39,6 +39,7 @@ if [ "${COSID_NODE_NO_SERVERS:-0}" != "1" ]; then
   [ -n "${COSID_TEST_REDIS_URL:-}" ] || eval "$(bash "$root/.ci/services/redis.sh")"
   [ -n "${COSID_TEST_POSTGRES_URL:-}" ] || eval "$(bash "$root/.ci/services/postgres.sh")"
   [ -n "${COSID_TEST_MYSQL_URL:-}" ] || eval "$(bash "$root/.ci/services/mariadb.sh")"
+  [ -n "${COSID_TEST_ZOOKEEPER_URL:-}" ] || eval "$(bash "$root/.ci/services/zookeeper.sh")"
 fi
 
 step "node: format and lints of the addon crate"

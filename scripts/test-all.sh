@@ -35,12 +35,13 @@ summary() {
 }
 trap summary EXIT
 
-step "store servers (Redis, PostgreSQL, MariaDB, etcd) on 127.0.0.1"
+step "store servers (Redis, PostgreSQL, MariaDB, etcd, ZooKeeper) on 127.0.0.1"
 # etcd first: its script also installs protoc, which building the etcd client needs.
 eval "$(bash .ci/services/etcd.sh)"
 eval "$(bash .ci/services/redis.sh)"
 eval "$(bash .ci/services/postgres.sh)"
 eval "$(bash .ci/services/mariadb.sh)"
+eval "$(bash .ci/services/zookeeper.sh)"
 
 step "rust: format and lints"
 cargo fmt --all -- --check

@@ -20,6 +20,11 @@ const PLANTED: &[(&str, &[&str])] = &[
     ("redis://127.0.0.1:1/0?token=Zq7XkWv9Jp", &["Zq7XkWv9Jp"]),
     // etcd.
     ("etcd://root:Zq7XkWv9Jp@127.0.0.1:1", &["Zq7XkWv9Jp"]),
+    // ZooKeeper (digest credentials).
+    (
+        "zookeeper://ids:Zq7XkWv9Jp@127.0.0.1:1/apps",
+        &["Zq7XkWv9Jp"],
+    ),
     // Unparsable: unencoded `@`, `#`, `/` in the password, and a typo in the scheme.
     ("redis://app:Zq7Xk@Wv9Jp@127.0.0.1:1/0", &["Zq7Xk", "Wv9Jp"]),
     ("redis://app:Zq7Xk#Wv9Jp@127.0.0.1:1/0", &["Zq7Xk", "Wv9Jp"]),

@@ -86,3 +86,31 @@ fn mysql() {
 fn etcd() {
     check("COSID_TEST_ETCD_URL");
 }
+
+#[test]
+fn zookeeper() {
+    check("COSID_TEST_ZOOKEEPER_URL");
+}
+
+/// `cosid status` holds a ZooKeeper lease while it prints, then releases it; a chroot keeps it apart.
+#[test]
+fn zookeeper_status_in_a_chroot() {
+    let Some(url) = std::env::var("COSID_TEST_ZOOKEEPER_URL")
+        .ok()
+        .filter(|u| !u.is_empty())
+    else {
+        println!("skipped: set COSID_TEST_ZOOKEEPER_URL to run cosid against that store");
+        return;
+    };
+    let url = format!("{}/cli-{}", url.trim_end_matches('/'), uuid_like());
+    let ns = format!("cli-{}", uuid_like());
+    cosid(&url, &ns, &["init"]);
+    let status: Value = serde_json::from_str(&cosid(&url, &ns, &["status", "--json"])).unwrap();
+    assert_eq!(status["state"], "active", "{status}");
+    assert_eq!(status["slot"], 0, "{status}");
+    let leases: Value = serde_json::from_str(&cosid(&url, &ns, &["leases", "--json"])).unwrap();
+    assert_eq!(
+        leases["slots"][0]["state"], "free",
+        "released after `status`: {leases}"
+    );
+}

@@ -1,9 +1,9 @@
 #!/usr/bin/env node
 'use strict'
 // Builds the native addon with cargo and copies it to where index.js looks for it (cosid.<platform>.node).
-// Every store is in by default (SQLite, memory, Redis, PostgreSQL, MySQL, etcd); etcd's client needs `protoc` to
-// build. COSID_NODE_FEATURES=redis,postgres (any of redis, postgres, mysql, etcd; empty for none) builds exactly
-// those instead, SQLite and memory always included.
+// Every store is in by default (SQLite, memory, Redis, PostgreSQL, MySQL, etcd, ZooKeeper); etcd's client needs
+// `protoc` to build. COSID_NODE_FEATURES=redis,postgres (any of redis, postgres, mysql, etcd, zookeeper; empty for
+// none) builds exactly those instead, SQLite and memory always included.
 //
 // This is the package's `install` script, so `npm install ./bindings/node` builds the addon with nothing but
 // Node and the Rust toolchain: it needs no npm dependency (a consumer's npm installs no devDependencies of ours,
@@ -55,7 +55,7 @@ const args = [
   '--message-format=json-render-diagnostics',
 ]
 if (release) args.push('--release')
-const STORES = ['redis', 'postgres', 'mysql', 'etcd']
+const STORES = ['redis', 'postgres', 'mysql', 'etcd', 'zookeeper']
 let features = STORES
 if (process.env.COSID_NODE_FEATURES !== undefined) {
   features = process.env.COSID_NODE_FEATURES.split(/[\s,]+/).filter(Boolean)

@@ -1,5 +1,5 @@
 'use strict'
-// The addon on every network store, against real servers: COSID_TEST_{REDIS,POSTGRES,MYSQL,ETCD}_URL point at
+// The addon on every network store, against real servers: COSID_TEST_{REDIS,POSTGRES,MYSQL,ETCD,ZOOKEEPER}_URL point at
 // them (.ci/node.sh starts each one that is not set, with the scripts of .ci/services/). A store whose variable
 // is unset is skipped, saying so.
 
@@ -14,6 +14,7 @@ const STORES = [
   ['postgres', 'COSID_TEST_POSTGRES_URL'],
   ['mysql', 'COSID_TEST_MYSQL_URL'],
   ['etcd', 'COSID_TEST_ETCD_URL'],
+  ['zookeeper', 'COSID_TEST_ZOOKEEPER_URL'],
 ]
 
 const namespace = () => `node-${randomUUID().slice(0, 12)}`

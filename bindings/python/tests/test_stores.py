@@ -1,6 +1,6 @@
 """The package on every network store, against real servers.
 
-COSID_TEST_{REDIS,POSTGRES,MYSQL,ETCD}_URL point at them (.ci/python.sh starts each one that is not set, with the
+COSID_TEST_{REDIS,POSTGRES,MYSQL,ETCD,ZOOKEEPER}_URL point at them (.ci/python.sh starts each one that is not set, with the
 scripts of .ci/services/). A store whose variable is unset is skipped, saying so.
 """
 
@@ -19,6 +19,7 @@ STORES = [
     ("postgres", "COSID_TEST_POSTGRES_URL"),
     ("mysql", "COSID_TEST_MYSQL_URL"),
     ("etcd", "COSID_TEST_ETCD_URL"),
+    ("zookeeper", "COSID_TEST_ZOOKEEPER_URL"),
 ]
 
 
@@ -80,14 +81,46 @@ def test_exhausted(store: tuple) -> None:
 
 
 @pytest.mark.parametrize(
-    "url", ["redis://127.0.0.1:1/0", "postgres://u:p@127.0.0.1:1/db", "mysql://u:p@127.0.0.1:1/db", "etcd://127.0.0.1:1"]
+    "url",
+    [
+        "redis://127.0.0.1:1/0",
+        "postgres://u:p@127.0.0.1:1/db",
+        "mysql://u:p@127.0.0.1:1/db",
+        "etcd://127.0.0.1:1",
+        "zookeeper://127.0.0.1:1",
+    ],
 )
 def test_unreachable_store_is_store_unavailable(url: str) -> None:
     with pytest.raises(cosid.StoreUnavailableError):
         cosid.Runtime(store=url, acquire_timeout=0.2)
 
 
-@pytest.mark.parametrize("store", PARAMS)
+def forked_child(queue: "multiprocessing.Queue") -> None:
+    try:
+        cosid.next_id()
+        queue.put("issued")
+    except cosid.ForkedError as e:
+        queue.put(f"FORKED: {e}")
+
+
+@pytest.mark.parametrize("store", [p for p in PARAMS if p.id == "zookeeper"])
+def test_forked_children_are_refused_on_zookeeper(store: tuple) -> None:
+    # The ZooKeeper client's I/O reactor is process-wide and does not survive fork(): a child gets FORKED at
+    # once rather than hanging, and the parent keeps issuing.
+    _, url = store
+    cosid.configure(store=url, namespace=namespace(), bits=5)
+    before = cosid.next_id()
+    ctx = multiprocessing.get_context("fork")
+    queue = ctx.Queue()
+    proc = ctx.Process(target=forked_child, args=(queue,))
+    proc.start()
+    got = queue.get(timeout=60)
+    proc.join(timeout=60)
+    assert got.startswith("FORKED") and "zookeeper" in got, got
+    assert cosid.next_id() > before
+
+
+@pytest.mark.parametrize("store", [p for p in PARAMS if p.id != "zookeeper"])
 def test_forked_children(store: tuple) -> None:
     _, url = store
     cosid.configure(store=url, namespace=namespace(), bits=5)

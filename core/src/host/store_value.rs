@@ -62,6 +62,12 @@ impl StoreValue {
                  the parent's slots again. Use a shared store (sqlite://, redis://, ...) to issue ids in forked \
                  children",
             ),
+            StoreValue::Lease(StoreUrl::Zookeeper(_)) => ForkRule::Refuse(
+                "the store is `zookeeper://`, whose client does its I/O through one process-wide reactor that a \
+                 forked child inherits without its thread (and shares its epoll set with the parent): a child \
+                 cannot talk to ZooKeeper without disturbing the parent. Start children with `spawn`/`exec`, or \
+                 use another shared store to issue ids in forked children",
+            ),
             StoreValue::Lease(_) => ForkRule::Reacquire,
             StoreValue::Static(spec) if spec.manual => ForkRule::Refuse(
                 "the store is `manual:`, a fixed slot that the parent holds: the child has no slot of its own",
@@ -129,6 +135,12 @@ mod tests {
         ));
         assert!(matches!(
             StoreValue::parse_on("memory:", "h").unwrap().fork_rule(),
+            ForkRule::Refuse(_)
+        ));
+        assert!(matches!(
+            StoreValue::parse_on("zookeeper://127.0.0.1:2181", "h")
+                .unwrap()
+                .fork_rule(),
             ForkRule::Refuse(_)
         ));
     }

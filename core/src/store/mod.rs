@@ -16,6 +16,8 @@ mod redis;
 #[cfg(feature = "sqlite")]
 mod sqlite;
 mod url;
+#[cfg(feature = "zookeeper")]
+mod zookeeper;
 
 pub use self::url::{open, redacted, scrub, StoreUrl};
 #[cfg(feature = "etcd")]
@@ -31,6 +33,8 @@ pub use postgres::PostgresStore;
 pub use redis::RedisStore;
 #[cfg(feature = "sqlite")]
 pub use sqlite::SqliteStore;
+#[cfg(feature = "zookeeper")]
+pub use zookeeper::ZookeeperStore;
 
 use crate::lease::{
     AcquireRequest, Acquired, Namespace, NamespaceConfig, NamespaceRecord, SlotLease, SlotRecord,

@@ -23,6 +23,8 @@ pub enum StoreUrl {
     Etcd(Vec<String>),
     /// `http://` or `https://`: a `cosid serve` in front of another store.
     Http(String),
+    /// `zookeeper://[user:password@]host:port[,host:port...][/chroot]`.
+    Zookeeper(String),
 }
 
 impl StoreUrl {
@@ -62,8 +64,19 @@ impl StoreUrl {
                 }
                 Ok(StoreUrl::Etcd(hosts))
             }
+            "zookeeper" => {
+                let hosts = rest
+                    .strip_prefix("//")
+                    .map(|r| r.split_once('/').map_or(r, |(h, _)| h))
+                    .map(|h| h.rsplit_once('@').map_or(h, |(_, h)| h))
+                    .ok_or_else(|| invalid("expected zookeeper://host:port[,host:port][/chroot]"))?;
+                if hosts.split(',').any(|h| h.is_empty() || !h.contains(':')) {
+                    return Err(invalid("expected zookeeper://host:port[,host:port][/chroot]"));
+                }
+                Ok(StoreUrl::Zookeeper(url.to_owned()))
+            }
             other => Err(invalid(&format!(
-                "unknown scheme {other:?}; expected sqlite, memory, redis, rediss, postgres, mysql, etcd, http or https"
+                "unknown scheme {other:?}; expected sqlite, memory, redis, rediss, postgres, mysql, etcd, zookeeper, http or https"
             ))),
         }
     }
@@ -85,9 +98,11 @@ impl std::fmt::Display for StoreUrl {
         match self {
             StoreUrl::Memory => f.write_str("memory:"),
             StoreUrl::Sqlite(path) => write!(f, "sqlite://{}", path.display()),
-            StoreUrl::Redis(u) | StoreUrl::Postgres(u) | StoreUrl::Mysql(u) | StoreUrl::Http(u) => {
-                f.write_str(&redacted(u))
-            }
+            StoreUrl::Redis(u)
+            | StoreUrl::Postgres(u)
+            | StoreUrl::Mysql(u)
+            | StoreUrl::Zookeeper(u)
+            | StoreUrl::Http(u) => f.write_str(&redacted(u)),
             StoreUrl::Etcd(hosts) => f.write_str(&redacted(&format!("etcd://{}", hosts.join(",")))),
         }
     }
@@ -288,6 +303,10 @@ pub async fn open(
         StoreUrl::Http(url) => Ok(Arc::new(super::HttpStore::open(url)?)),
         #[cfg(not(feature = "http"))]
         StoreUrl::Http(_) => Err(not_built("http", "http")),
+        #[cfg(feature = "zookeeper")]
+        StoreUrl::Zookeeper(url) => Ok(Arc::new(super::ZookeeperStore::open(url, clock)?)),
+        #[cfg(not(feature = "zookeeper"))]
+        StoreUrl::Zookeeper(_) => Err(not_built("zookeeper", "zookeeper")),
     }
 }
 
@@ -325,6 +344,10 @@ mod tests {
         assert_eq!(
             StoreUrl::parse("etcd://a:2379,b:2379").unwrap(),
             StoreUrl::Etcd(vec!["a:2379".into(), "b:2379".into()])
+        );
+        assert_eq!(
+            StoreUrl::parse("zookeeper://a:2181,b:2181/apps/ids").unwrap(),
+            StoreUrl::Zookeeper("zookeeper://a:2181,b:2181/apps/ids".into())
         );
     }
 
@@ -379,6 +402,14 @@ mod tests {
         (
             "etcd://root:Hun@ter2pw@127.0.0.1:2379",
             &["Hun@ter2pw", "ter2pw"],
+        ),
+        (
+            "zookeeper://ids:Hunter2pw@127.0.0.1:2181,127.0.0.2:2181/apps",
+            &["Hunter2pw"],
+        ),
+        (
+            "zookeeper://ids:Hun/ter2pw@127.0.0.1:2181",
+            &["Hun/ter2pw", "ter2pw"],
         ),
     ];
 
@@ -443,6 +474,11 @@ mod tests {
                 "sqlite:///var/lib/cosid/leases.db",
                 "sqlite:///var/lib/cosid/leases.db",
             ),
+            (
+                "zookeeper://ids:pw@a:2181,b:2181/apps/ids",
+                "zookeeper://ids:***@a:2181,b:2181/apps/ids",
+            ),
+            ("zookeeper://a:2181/apps", "zookeeper://a:2181/apps"),
             ("memory:", "memory:"),
             (
                 "static:3?state_file=/var/lib/s",
@@ -468,6 +504,8 @@ mod tests {
             "etcd://a",
             "http://",
             "https:x",
+            "zookeeper://",
+            "zookeeper://a/x",
             "memory:/x",
         ] {
             assert!(

@@ -1,0 +1,912 @@
+//! ZooKeeper (`zookeeper://[user:password@]host:port[,host:port...][/chroot]`): leases as znodes, changed by
+//! multi-operation transactions that check znode versions.
+//!
+//! Every znode this store writes lies under `<chroot>/cosid`. A namespace is the znode `cosid/<encoded name>` with
+//! three kinds of children: `ns` holds the namespace record, `slot/<n>` each slot record (both as JSON, the same
+//! documents as the etcd store's), and `slot` itself holds nothing but its data version, which every acquisition
+//! that writes bumps. The encoded name has no `/`, so no namespace's znodes are another's.
+//!
+//! Each operation reads what its decision depends on, applies the rules of [`protocol`], and writes with one
+//! `multi` that succeeds only if nothing it read has changed (a `check` or a conditional `setData` on the version it
+//! read; a `create` where the znode was absent):
+//!
+//! - acquisition reads the namespace record, the `slot` znode and every slot, and writes `slot` at the version it
+//!   read: two acquisitions cannot both commit on the same state, and a slot created since the read (only an
+//!   acquisition creates one) fails the write; it also checks every slot it read, so a renewal or release since the
+//!   read fails it too;
+//! - renewal and release check the namespace record and write their slot at the version they read;
+//! - `raise_not_before` writes the namespace record at the version it read (or creates it).
+//!
+//! A ZooKeeper server may answer reads from a state behind the leader's. Every decision is therefore confirmed
+//! by the leader: a write checks the versions it read, an acquisition that finds the slot already held by its
+//! owner writes nothing but still commits a `multi` of checks, and a new session `sync`s before its first read
+//! (so that a new session never reads a state older than what an earlier session of this store wrote).
+//!
+//! A failed check means another writer got there first: the operation reads again and retries, a bounded number of
+//! times with a small jittered pause. No znode is ephemeral and none has a TTL: a lease outlives the session that
+//! took it, and it expires when the protocol says so (its `expires_at`, on the store clock), whatever happens to
+//! the session. A client whose session expires opens a new one on its next operation.
+//!
+//! The store clock is the caller's [`Clock`], as with etcd: ZooKeeper has no call that returns the server's time.
+//! The `mtime` of a znode is the leader's clock when it wrote it, but only a write returns a fresh one, so reading
+//! it would cost every operation an extra quorum write, and the clock behind it changes with the leader. Safety
+//! does not depend on the clock; availability (when a lease expires) depends on the hosts' clocks agreeing within
+//! `tolerance`.
+
+use super::{BoxError, Inspection, LeaseStore, StoreError};
+use crate::clock::Clock;
+use crate::lease::{
+    layout_text, protocol, AcquireRequest, Acquired, Namespace, NamespaceConfig, NamespaceRecord,
+    Owner, SlotLease, SlotRecord,
+};
+use serde_json::{json, Map, Value};
+use std::sync::Arc;
+use std::time::Duration;
+use zookeeper_client::{
+    Acls, Client, CreateMode, CreateOptions, Error as ZkError, MultiReadResult, MultiWriteError,
+    MultiWriter,
+};
+
+const KIND: &str = "zookeeper";
+
+/// How long one operation (all its retries included) may take before it is reported as unavailable.
+const OPERATION_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long connecting to one server may take.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// The session timeout asked for (the server bounds it by its `minSessionTimeout`/`maxSessionTimeout`). Leases do
+/// not depend on it: it only decides how long a disconnected client keeps its session.
+const SESSION_TIMEOUT: Duration = Duration::from_secs(10);
+/// How many times an operation whose checks failed reads again and retries.
+const MAX_TRIES: u32 = 64;
+
+/// Leases in a ZooKeeper ensemble; the store clock is the given clock. Cloning shares the session.
+///
+/// Opening does not connect: the first operation does.
+#[derive(Clone)]
+pub struct ZookeeperStore {
+    /// `host:port[,host:port...]`, as the client takes it.
+    hosts: String,
+    /// `<chroot>/cosid`: the parent of every namespace's znode.
+    root: String,
+    /// `user:password` for the `digest` scheme; znodes are then created readable and writable by that user only.
+    digest: Option<String>,
+    client: Arc<tokio::sync::Mutex<Option<Client>>>,
+    clock: Arc<dyn Clock>,
+}
+
+/// A client error with the ensemble it came from (the client's own messages do not say).
+#[derive(Debug, thiserror::Error)]
+#[error("{hosts}: {error}")]
+struct At {
+    hosts: String,
+    error: BoxError,
+}
+
+#[derive(Debug, thiserror::Error)]
+enum Failure {
+    #[error("no answer within {0:?}")]
+    TimedOut(Duration),
+    #[error(
+        "the multi's checks failed {0} times in a row: other writers keep changing namespace {1:?}"
+    )]
+    Contended(u32, String),
+}
+
+fn unavailable(e: impl std::error::Error + Send + Sync + 'static) -> StoreError {
+    StoreError::Unavailable {
+        store: KIND,
+        source: Box::new(e),
+    }
+}
+
+/// Maps a client error: a lost connection or session, a server that is not serving or throttles, is
+/// `Unavailable`; the rest (authorization, bad arguments) is `Generic`.
+fn zk_err(e: ZkError) -> StoreError {
+    use ZkError as E;
+    let retryable = matches!(
+        e,
+        E::ConnectionLoss
+            | E::SessionExpired
+            | E::SessionMoved
+            | E::Timeout
+            | E::NoHosts
+            | E::ClientClosed
+            | E::Throttled
+            | E::NotReadOnly
+    );
+    if retryable {
+        unavailable(e)
+    } else {
+        StoreError::Generic {
+            store: KIND,
+            source: Box::new(e),
+        }
+    }
+}
+
+fn corrupt(namespace: &Namespace, what: &str, detail: impl Into<String>) -> StoreError {
+    StoreError::Corrupt {
+        store: KIND,
+        what: format!("{what} of namespace {namespace}"),
+        detail: detail.into(),
+    }
+}
+
+fn encode_namespace(r: &NamespaceRecord) -> Vec<u8> {
+    json!({
+        "bits": r.bits,
+        "tolerance_ms": r.tolerance_ms,
+        "not_before": r.not_before,
+        "layout": r.layout.as_ref().map(layout_text::encode),
+    })
+    .to_string()
+    .into_bytes()
+}
+
+fn encode_slot(r: &SlotRecord) -> Vec<u8> {
+    let owner = r
+        .owner
+        .as_ref()
+        .map(|o| json!({ "key": o.key, "incarnation": o.incarnation.to_string() }));
+    json!({
+        "owner": owner,
+        "last_owner_key": r.last_owner_key,
+        "fence": r.fence,
+        "expires_at": r.expires_at,
+        "floor": r.floor,
+        "ceiling": r.ceiling,
+        "next_floor": r.next_floor,
+    })
+    .to_string()
+    .into_bytes()
+}
+
+/// Parses a stored value as a JSON object.
+fn object(ns: &Namespace, what: &str, raw: &[u8]) -> Result<Map<String, Value>, StoreError> {
+    match serde_json::from_slice::<Value>(raw) {
+        Ok(Value::Object(map)) => Ok(map),
+        Ok(other) => Err(corrupt(
+            ns,
+            what,
+            format!("expected a JSON object, found {other}"),
+        )),
+        Err(e) => Err(corrupt(
+            ns,
+            what,
+            format!("not JSON ({e}): {:?}", String::from_utf8_lossy(raw)),
+        )),
+    }
+}
+
+fn number(
+    ns: &Namespace,
+    what: &str,
+    map: &Map<String, Value>,
+    field: &str,
+) -> Result<u64, StoreError> {
+    match map.get(field) {
+        Some(v) => v.as_u64().ok_or_else(|| {
+            corrupt(
+                ns,
+                what,
+                format!("{field} is {v}; expected a non-negative integer"),
+            )
+        }),
+        None => Err(corrupt(ns, what, format!("{field} is missing"))),
+    }
+}
+
+/// A string or null; the field must be present.
+fn text(
+    ns: &Namespace,
+    what: &str,
+    map: &Map<String, Value>,
+    field: &str,
+) -> Result<Option<String>, StoreError> {
+    match map.get(field) {
+        Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(v) => Err(corrupt(
+            ns,
+            what,
+            format!("{field} is {v}; expected a string or null"),
+        )),
+        None => Err(corrupt(ns, what, format!("{field} is missing"))),
+    }
+}
+
+fn decode_namespace(ns: &Namespace, raw: &[u8]) -> Result<NamespaceRecord, StoreError> {
+    let what = "the namespace record";
+    let map = object(ns, what, raw)?;
+    let bits = number(ns, what, &map, "bits")?;
+    let bits = u8::try_from(bits)
+        .ok()
+        .filter(|b| (1..=31).contains(b))
+        .ok_or_else(|| corrupt(ns, what, format!("bits {bits} is not 1 to 31")))?;
+    Ok(NamespaceRecord {
+        bits,
+        tolerance_ms: number(ns, what, &map, "tolerance_ms")?,
+        not_before: number(ns, what, &map, "not_before")?,
+        // Absent from records written before layouts were recorded.
+        layout: match map.get("layout") {
+            None => None,
+            Some(_) => text(ns, what, &map, "layout")?,
+        }
+        .map(|l| layout_text::decode(&l))
+        .transpose()
+        .map_err(|e| corrupt(ns, what, e))?,
+    })
+}
+
+fn decode_slot(ns: &Namespace, slot: u32, raw: &[u8]) -> Result<SlotRecord, StoreError> {
+    let what = format!("slot {slot}");
+    let what = what.as_str();
+    let map = object(ns, what, raw)?;
+    let owner = match map.get("owner") {
+        None => return Err(corrupt(ns, what, "owner is missing")),
+        Some(Value::Null) => None,
+        Some(Value::Object(o)) => {
+            let key =
+                text(ns, what, o, "key")?.ok_or_else(|| corrupt(ns, what, "owner key is null"))?;
+            let inc = text(ns, what, o, "incarnation")?
+                .ok_or_else(|| corrupt(ns, what, "owner incarnation is null"))?;
+            let incarnation = inc
+                .parse()
+                .map_err(|_| corrupt(ns, what, format!("incarnation {inc:?} is not a UUID")))?;
+            Some(Owner { key, incarnation })
+        }
+        Some(v) => {
+            return Err(corrupt(
+                ns,
+                what,
+                format!("owner is {v}; expected an object or null"),
+            ))
+        }
+    };
+    Ok(SlotRecord {
+        slot,
+        owner,
+        last_owner_key: text(ns, what, &map, "last_owner_key")?,
+        fence: number(ns, what, &map, "fence")?,
+        expires_at: number(ns, what, &map, "expires_at")?,
+        floor: number(ns, what, &map, "floor")?,
+        ceiling: number(ns, what, &map, "ceiling")?,
+        next_floor: number(ns, what, &map, "next_floor")?,
+    })
+}
+
+/// A slot number as written in a znode name: canonical decimal, so that `7` and `07` cannot both exist.
+fn parse_slot(s: &str) -> Option<u32> {
+    s.parse::<u32>().ok().filter(|n| n.to_string() == s)
+}
+
+/// The znodes of one namespace.
+struct Paths {
+    /// `<root>/<encoded>`.
+    dir: String,
+    /// `<dir>/ns`.
+    namespace: String,
+    /// `<dir>/slot`.
+    slots: String,
+}
+
+impl Paths {
+    fn slot(&self, slot: u32) -> String {
+        format!("{}/{slot}", self.slots)
+    }
+}
+
+/// A namespace's znodes as read: each with the data version the read saw.
+#[derive(Debug, Default)]
+struct Snapshot {
+    dir_exists: bool,
+    namespace: Option<(NamespaceRecord, i32)>,
+    /// The version of the `slot` znode, if it exists.
+    slots_version: Option<i32>,
+    slots: Vec<(SlotRecord, i32)>,
+}
+
+/// What one try of an operation ends with.
+enum Try<T> {
+    Done(T),
+    /// A check failed, or a znode came or went between two reads: read again.
+    Raced,
+}
+
+impl std::fmt::Debug for ZookeeperStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The digest holds the password: never print it.
+        f.debug_struct("ZookeeperStore")
+            .field("hosts", &self.hosts)
+            .field("root", &self.root)
+            .field("digest", &self.digest.as_ref().map(|_| "***"))
+            .field("clock", &self.clock)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A read's answer for a znode's data: `None` if it does not exist.
+fn data(result: MultiReadResult) -> Result<Option<(Vec<u8>, i32)>, StoreError> {
+    match result {
+        MultiReadResult::Data { data, stat } => Ok(Some((data, stat.version))),
+        MultiReadResult::Error {
+            err: ZkError::NoNode,
+        } => Ok(None),
+        MultiReadResult::Error { err } => Err(zk_err(err)),
+        other => Err(unexpected(format!("{other:?}"))),
+    }
+}
+
+/// A read's answer for a znode's children: `None` if it does not exist.
+fn children(result: MultiReadResult) -> Result<Option<Vec<String>>, StoreError> {
+    match result {
+        MultiReadResult::Children { children } => Ok(Some(children)),
+        MultiReadResult::Error {
+            err: ZkError::NoNode,
+        } => Ok(None),
+        MultiReadResult::Error { err } => Err(zk_err(err)),
+        other => Err(unexpected(format!("{other:?}"))),
+    }
+}
+
+fn unexpected(detail: String) -> StoreError {
+    StoreError::Generic {
+        store: KIND,
+        source: format!("unexpected answer to a read: {detail}").into(),
+    }
+}
+
+/// The answers of a multi-read, exactly `N` of them.
+async fn read<const N: usize>(
+    client: &Client,
+    ops: impl FnOnce(&mut zookeeper_client::MultiReader<'_>) -> Result<(), ZkError>,
+) -> Result<[MultiReadResult; N], StoreError> {
+    let mut reader = client.new_multi_reader();
+    ops(&mut reader).map_err(zk_err)?;
+    let results = reader.commit().await.map_err(zk_err)?;
+    <[MultiReadResult; N]>::try_from(results)
+        .map_err(|r| unexpected(format!("{} answers to a read of {N} znodes", r.len())))
+}
+
+impl ZookeeperStore {
+    /// Prepares a client for a `zookeeper://[user:password@]host:port[,host:port...][/chroot]` URL; the store clock
+    /// is `clock`. Does not connect.
+    pub fn open(url: &str, clock: Arc<dyn Clock>) -> Result<Self, StoreError> {
+        let invalid = |reason: String| StoreError::InvalidUrl {
+            url: super::url::redacted(url),
+            reason: super::url::scrub(&reason, url),
+        };
+        let usage = "expected zookeeper://[user:password@]host:port[,host:port][/chroot]";
+        let rest = url
+            .strip_prefix("zookeeper://")
+            .ok_or_else(|| invalid(usage.into()))?;
+        if rest.contains(['?', '#']) {
+            return Err(invalid(format!(
+                "no query or fragment is accepted: {usage}"
+            )));
+        }
+        let (authority, chroot) = match rest.find('/') {
+            Some(i) => rest.split_at(i),
+            None => (rest, ""),
+        };
+        let (digest, hosts) = match authority.rsplit_once('@') {
+            Some((userinfo, hosts)) => {
+                let decode = |s: &str| {
+                    percent_encoding::percent_decode_str(s)
+                        .decode_utf8()
+                        .map(|s| s.into_owned())
+                        .map_err(|_| {
+                            invalid("the credentials are not UTF-8 once percent-decoded".into())
+                        })
+                };
+                let (user, password) = userinfo
+                    .split_once(':')
+                    .ok_or_else(|| invalid("credentials are user:password".into()))?;
+                let (user, password) = (decode(user)?, decode(password)?);
+                if user.is_empty() || user.contains(':') {
+                    return Err(invalid("the user is empty or holds a `:`".into()));
+                }
+                (Some(format!("{user}:{password}")), hosts)
+            }
+            None => (None, authority),
+        };
+        for host in hosts.split(',') {
+            let valid = host
+                .rsplit_once(':')
+                .is_some_and(|(h, port)| !h.is_empty() && port.parse::<u16>().is_ok());
+            if !valid {
+                return Err(invalid(format!(
+                    "server {host:?} is not host:port ({usage})"
+                )));
+            }
+        }
+        let chroot = chroot.trim_end_matches('/');
+        let valid_chroot = chroot.is_empty()
+            || chroot[1..]
+                .split('/')
+                .all(|c| !c.is_empty() && c != "." && c != ".." && !c.contains(char::is_control));
+        if !valid_chroot {
+            return Err(invalid(format!(
+                "chroot {chroot:?} is not an absolute ZooKeeper path"
+            )));
+        }
+        Ok(Self {
+            hosts: hosts.to_owned(),
+            root: format!("{chroot}/cosid"),
+            digest,
+            client: Arc::default(),
+            clock,
+        })
+    }
+
+    /// The ACLs of every znode this store creates: the URL's user only when it names one, else anyone.
+    fn create_options(&self) -> CreateOptions<'static> {
+        let acls = if self.digest.is_some() {
+            Acls::creator_all()
+        } else {
+            Acls::anyone_all()
+        };
+        CreateMode::Persistent.with_acls(acls)
+    }
+
+    fn paths(&self, ns: &Namespace) -> Paths {
+        let dir = format!("{}/{}", self.root, ns.encoded());
+        Paths {
+            namespace: format!("{dir}/ns"),
+            slots: format!("{dir}/slot"),
+            dir,
+        }
+    }
+
+    /// The session's client, opening a session (and creating the root znode) first when there is none or the last
+    /// one ended (expired, closed).
+    async fn client(&self) -> Result<Client, StoreError> {
+        let mut cached = self.client.lock().await;
+        if let Some(client) = cached.as_ref() {
+            if !client.state().is_terminated() {
+                return Ok(client.clone());
+            }
+        }
+        let mut connector = Client::connector()
+            .with_session_timeout(SESSION_TIMEOUT)
+            .with_connection_timeout(CONNECT_TIMEOUT)
+            .with_fail_eagerly();
+        if let Some(digest) = &self.digest {
+            connector = connector.with_auth("digest", digest.as_bytes());
+        }
+        let client = connector.connect(&self.hosts).await.map_err(zk_err)?;
+        client
+            .mkdir(&self.root, &self.create_options())
+            .await
+            .map_err(zk_err)?;
+        // A new session may land on a server behind the leader (an older session's writes not applied yet): bring
+        // it up to the leader's state first. From then on, the session reads its own writes, also after moving
+        // to another server.
+        client.sync(&self.root).await.map_err(zk_err)?;
+        *cached = Some(client.clone());
+        Ok(client)
+    }
+
+    /// Runs `attempt` until it is done, retrying raced checks; gives up after [`OPERATION_TIMEOUT`].
+    async fn retrying<T, F, Fut>(&self, ns: &Namespace, mut attempt: F) -> Result<T, StoreError>
+    where
+        F: FnMut(Client) -> Fut + Send,
+        Fut: std::future::Future<Output = Result<Try<T>, StoreError>> + Send,
+        T: Send,
+    {
+        let run = async {
+            for tries in 1..=MAX_TRIES {
+                let client = self.client().await?;
+                match attempt(client).await? {
+                    Try::Done(value) => return Ok(value),
+                    Try::Raced => {
+                        let pause = rand::random_range(0..=(1u64 << tries.min(5)));
+                        tokio::time::sleep(Duration::from_millis(pause)).await;
+                    }
+                }
+            }
+            Err(unavailable(Failure::Contended(MAX_TRIES, ns.to_string())))
+        };
+        self.bounded(run).await
+    }
+
+    /// Runs one operation: bounded by [`OPERATION_TIMEOUT`], and its failures name the ensemble.
+    async fn bounded<T>(
+        &self,
+        run: impl std::future::Future<Output = Result<T, StoreError>>,
+    ) -> Result<T, StoreError> {
+        let at = |error| At {
+            hosts: self.hosts.clone(),
+            error,
+        };
+        match tokio::time::timeout(OPERATION_TIMEOUT, run).await {
+            Err(_) => Err(unavailable(at(Box::new(Failure::TimedOut(
+                OPERATION_TIMEOUT,
+            ))))),
+            Ok(Err(StoreError::Unavailable { store, source })) => Err(StoreError::Unavailable {
+                store,
+                source: Box::new(at(source)),
+            }),
+            Ok(Err(StoreError::Generic { store, source })) => Err(StoreError::Generic {
+                store,
+                source: Box::new(at(source)),
+            }),
+            Ok(other) => other,
+        }
+    }
+
+    /// Reads every znode of the namespace. `Raced` when a slot went away between the listing and its read.
+    async fn read_all(&self, client: &Client, ns: &Namespace) -> Result<Try<Snapshot>, StoreError> {
+        let paths = self.paths(ns);
+        let [namespace, slots, slot_names, dir_names] = read::<4>(client, |r| {
+            r.add_get_data(&paths.namespace)?;
+            r.add_get_data(&paths.slots)?;
+            r.add_get_children(&paths.slots)?;
+            r.add_get_children(&paths.dir)
+        })
+        .await?;
+        let mut snapshot = Snapshot {
+            namespace: data(namespace)?
+                .map(|(raw, v)| decode_namespace(ns, &raw).map(|r| (r, v)))
+                .transpose()?,
+            slots_version: data(slots)?.map(|(_, v)| v),
+            ..Snapshot::default()
+        };
+        let slot_names = children(slot_names)?.unwrap_or_default();
+        if let Some(names) = children(dir_names)? {
+            snapshot.dir_exists = true;
+            if let Some(stray) = names.iter().find(|n| *n != "ns" && *n != "slot") {
+                return Err(stray_znode(ns, &format!("{}/{stray}", paths.dir)));
+            }
+        }
+        let mut numbers = Vec::with_capacity(slot_names.len());
+        for name in &slot_names {
+            let slot = parse_slot(name)
+                .ok_or_else(|| stray_znode(ns, &format!("{}/{name}", paths.slots)))?;
+            numbers.push(slot);
+        }
+        if numbers.is_empty() {
+            return Ok(Try::Done(snapshot));
+        }
+        let mut reader = client.new_multi_reader();
+        for slot in &numbers {
+            reader.add_get_data(&paths.slot(*slot)).map_err(zk_err)?;
+        }
+        let results = reader.commit().await.map_err(zk_err)?;
+        if results.len() != numbers.len() {
+            return Err(unexpected(format!(
+                "{} answers to a read of {} slots",
+                results.len(),
+                numbers.len()
+            )));
+        }
+        for (slot, result) in numbers.into_iter().zip(results) {
+            let Some((raw, version)) = data(result)? else {
+                return Ok(Try::Raced);
+            };
+            snapshot.slots.push((decode_slot(ns, slot, &raw)?, version));
+        }
+        snapshot.slots.sort_by_key(|(r, _)| r.slot);
+        Ok(Try::Done(snapshot))
+    }
+
+    /// Reads a lease's namespace record and slot, and validates the slot against the namespace's bits.
+    async fn read_checked(
+        &self,
+        client: &Client,
+        lease: &SlotLease,
+    ) -> Result<((NamespaceRecord, i32), Option<(SlotRecord, i32)>), StoreError> {
+        let ns = &lease.namespace;
+        let paths = self.paths(ns);
+        let [namespace, slot] = read::<2>(client, |r| {
+            r.add_get_data(&paths.namespace)?;
+            r.add_get_data(&paths.slot(lease.slot))
+        })
+        .await?;
+        let Some((raw, ns_version)) = data(namespace)? else {
+            return Err(protocol::namespace_missing(KIND, lease));
+        };
+        let namespace = decode_namespace(ns, &raw)?;
+        let record = data(slot)?
+            .map(|(raw, v)| decode_slot(ns, lease.slot, &raw).map(|r| (r, v)))
+            .transpose()?;
+        if let Some((r, _)) = &record {
+            protocol::validate(KIND, ns, r, namespace.bits)?;
+        }
+        Ok(((namespace, ns_version), record))
+    }
+
+    /// Writes a lease's slot if the namespace record and the slot are as they were read.
+    async fn write_lease_slot(
+        &self,
+        client: &Client,
+        lease: &SlotLease,
+        namespace_version: i32,
+        slot_version: Option<i32>,
+        record: &SlotRecord,
+    ) -> Result<bool, StoreError> {
+        let paths = self.paths(&lease.namespace);
+        let options = self.create_options();
+        let mut multi = client.new_multi_writer();
+        let built = (|| {
+            multi.add_check_version(&paths.namespace, namespace_version)?;
+            put(
+                &mut multi,
+                &paths.slot(lease.slot),
+                &encode_slot(record),
+                slot_version,
+                &options,
+            )
+        })();
+        built.map_err(zk_err)?;
+        commit(&mut multi).await
+    }
+}
+
+fn stray_znode(ns: &Namespace, path: &str) -> StoreError {
+    corrupt(
+        ns,
+        "the namespace's znodes",
+        format!("unexpected znode {path:?}"),
+    )
+}
+
+/// Adds a write of `data` at `path`: at `version` if the znode was read, else a create.
+fn put(
+    multi: &mut MultiWriter<'_>,
+    path: &str,
+    data: &[u8],
+    version: Option<i32>,
+    options: &CreateOptions<'_>,
+) -> Result<(), ZkError> {
+    match version {
+        Some(v) => multi.add_set_data(path, data, Some(v)),
+        None => multi.add_create(path, data, options),
+    }
+}
+
+/// Commits a multi: `false` when one of its checks failed (another writer got there first).
+async fn commit(multi: &mut MultiWriter<'_>) -> Result<bool, StoreError> {
+    match multi.commit().await {
+        Ok(_) => Ok(true),
+        Err(MultiWriteError::OperationFailed {
+            source: ZkError::BadVersion | ZkError::NodeExists | ZkError::NoNode,
+            ..
+        }) => Ok(false),
+        Err(e) => Err(zk_err(e.into())),
+    }
+}
+
+#[async_trait::async_trait]
+impl LeaseStore for ZookeeperStore {
+    fn kind(&self) -> &'static str {
+        KIND
+    }
+
+    /// Creates the root znode (`<chroot>/cosid`) if it is missing, which also checks that the ensemble answers.
+    async fn init(&self) -> Result<(), StoreError> {
+        self.bounded(async {
+            let client = self.client().await?;
+            client
+                .mkdir(&self.root, &self.create_options())
+                .await
+                .map_err(zk_err)
+        })
+        .await
+    }
+
+    async fn acquire(
+        &self,
+        namespace: &Namespace,
+        config: &NamespaceConfig,
+        request: &AcquireRequest,
+    ) -> Result<Acquired, StoreError> {
+        self.retrying(namespace, |client| async move {
+            let snapshot = match self.read_all(&client, namespace).await? {
+                Try::Done(s) => s,
+                Try::Raced => return Ok(Try::Raced),
+            };
+            let stored = snapshot.namespace.as_ref().map(|(r, _)| *r);
+            let record = protocol::check_namespace(namespace, stored, config)?;
+            let slots: Vec<SlotRecord> = snapshot.slots.iter().map(|(r, _)| r.clone()).collect();
+            for s in &slots {
+                protocol::validate(KIND, namespace, s, record.bits)?;
+            }
+            let now = self.clock.now_ms();
+            let grant = protocol::acquire(namespace, &record, &slots, request, now)?;
+            let namespace_changed = stored != Some(record);
+            let paths = self.paths(namespace);
+            if grant.write.is_none() && !namespace_changed {
+                // The owner already holds a slot (a retried acquisition). A server may answer reads from a
+                // state behind the leader's: confirm through the leader that the records are still as read.
+                let held = grant.acquired.lease.slot;
+                let mut multi = client.new_multi_writer();
+                let built = (|| {
+                    if let Some((_, v)) = &snapshot.namespace {
+                        multi.add_check_version(&paths.namespace, *v)?;
+                    }
+                    if let Some((_, v)) = snapshot.slots.iter().find(|(r, _)| r.slot == held) {
+                        multi.add_check_version(&paths.slot(held), *v)?;
+                    }
+                    Ok::<_, ZkError>(())
+                })();
+                built.map_err(zk_err)?;
+                return Ok(if commit(&mut multi).await? {
+                    Try::Done(grant.acquired)
+                } else {
+                    Try::Raced
+                });
+            }
+            let options = self.create_options();
+            let written = grant.write.as_ref().map(|w| w.slot);
+            let mut multi = client.new_multi_writer();
+            let built = (|| {
+                if !snapshot.dir_exists {
+                    multi.add_create(&paths.dir, b"", &options)?;
+                }
+                let ns_version = snapshot.namespace.as_ref().map(|(_, v)| *v);
+                match ns_version {
+                    Some(v) if !namespace_changed => {
+                        multi.add_check_version(&paths.namespace, v)?
+                    }
+                    _ => put(
+                        &mut multi,
+                        &paths.namespace,
+                        &encode_namespace(&record),
+                        ns_version,
+                        &options,
+                    )?,
+                }
+                // The bump that orders acquisitions (and guards the set of slots).
+                put(
+                    &mut multi,
+                    &paths.slots,
+                    b"",
+                    snapshot.slots_version,
+                    &options,
+                )?;
+                for (r, v) in &snapshot.slots {
+                    if Some(r.slot) != written {
+                        multi.add_check_version(&paths.slot(r.slot), *v)?;
+                    }
+                }
+                if let Some(w) = &grant.write {
+                    let version = snapshot
+                        .slots
+                        .iter()
+                        .find(|(r, _)| r.slot == w.slot)
+                        .map(|(_, v)| *v);
+                    put(
+                        &mut multi,
+                        &paths.slot(w.slot),
+                        &encode_slot(w),
+                        version,
+                        &options,
+                    )?;
+                }
+                Ok::<_, ZkError>(())
+            })();
+            built.map_err(zk_err)?;
+            Ok(if commit(&mut multi).await? {
+                Try::Done(grant.acquired)
+            } else {
+                Try::Raced
+            })
+        })
+        .await
+    }
+
+    async fn renew(
+        &self,
+        lease: &SlotLease,
+        ttl_ms: u64,
+        tolerance_ms: u64,
+    ) -> Result<SlotLease, StoreError> {
+        self.retrying(&lease.namespace, |client| async move {
+            let ((_, ns_version), current) = self.read_checked(&client, lease).await?;
+            let now = self.clock.now_ms();
+            let (record, renewed) = protocol::renew(
+                KIND,
+                current.as_ref().map(|(r, _)| r),
+                lease,
+                ttl_ms,
+                tolerance_ms,
+                now,
+            )?;
+            let slot_version = current.map(|(_, v)| v);
+            Ok(
+                if self
+                    .write_lease_slot(&client, lease, ns_version, slot_version, &record)
+                    .await?
+                {
+                    Try::Done(renewed)
+                } else {
+                    Try::Raced
+                },
+            )
+        })
+        .await
+    }
+
+    async fn release(&self, lease: &SlotLease, last_issued: Option<u64>) -> Result<(), StoreError> {
+        self.retrying(&lease.namespace, |client| async move {
+            let ((_, ns_version), current) = self.read_checked(&client, lease).await?;
+            let record =
+                protocol::release(KIND, current.as_ref().map(|(r, _)| r), lease, last_issued)?;
+            let slot_version = current.map(|(_, v)| v);
+            Ok(
+                if self
+                    .write_lease_slot(&client, lease, ns_version, slot_version, &record)
+                    .await?
+                {
+                    Try::Done(())
+                } else {
+                    Try::Raced
+                },
+            )
+        })
+        .await
+    }
+
+    async fn inspect(&self, namespace: &Namespace) -> Result<Inspection, StoreError> {
+        self.retrying(namespace, |client| async move {
+            Ok(match self.read_all(&client, namespace).await? {
+                Try::Done(snapshot) => Try::Done(Inspection {
+                    namespace: snapshot.namespace.map(|(r, _)| r),
+                    slots: snapshot.slots.into_iter().map(|(r, _)| r).collect(),
+                    store_now: self.clock.now_ms(),
+                }),
+                Try::Raced => Try::Raced,
+            })
+        })
+        .await
+    }
+
+    async fn raise_not_before(
+        &self,
+        namespace: &Namespace,
+        config: &NamespaceConfig,
+        not_before: u64,
+    ) -> Result<NamespaceRecord, StoreError> {
+        self.retrying(namespace, |client| async move {
+            let paths = self.paths(namespace);
+            let [stored, dir, slots] = read::<3>(&client, |r| {
+                r.add_get_data(&paths.namespace)?;
+                r.add_get_data(&paths.dir)?;
+                r.add_get_data(&paths.slots)
+            })
+            .await?;
+            let stored = data(stored)?
+                .map(|(raw, v)| decode_namespace(namespace, &raw).map(|r| (r, v)))
+                .transpose()?;
+            let (dir_exists, slots_exist) = (data(dir)?.is_some(), data(slots)?.is_some());
+            let ns_version = stored.as_ref().map(|(_, v)| *v);
+            let record =
+                protocol::raise_not_before(namespace, stored.map(|(r, _)| r), config, not_before)?;
+            let options = self.create_options();
+            let mut multi = client.new_multi_writer();
+            let built = (|| {
+                if !dir_exists {
+                    multi.add_create(&paths.dir, b"", &options)?;
+                }
+                if !slots_exist {
+                    multi.add_create(&paths.slots, b"", &options)?;
+                }
+                put(
+                    &mut multi,
+                    &paths.namespace,
+                    &encode_namespace(&record),
+                    ns_version,
+                    &options,
+                )
+            })();
+            built.map_err(zk_err)?;
+            Ok(if commit(&mut multi).await? {
+                Try::Done(record)
+            } else {
+                Try::Raced
+            })
+        })
+        .await
+    }
+}

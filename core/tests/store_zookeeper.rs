@@ -1,0 +1,786 @@
+//! The ZooKeeper store against real servers.
+//!
+//! - The conformance suite and the ZooKeeper-specific checks run on the server in `COSID_TEST_ZOOKEEPER_URL`
+//!   (`eval "$(bash .ci/services/zookeeper.sh)"` starts one); without it they print why they are skipped. ZooKeeper
+//!   has no clock the store reads, so the store clock is the caller's: here a manual clock, which the suite moves
+//!   instead of waiting.
+//! - The tests that restart a server or turn on authentication start their own ZooKeeper (Debian's `zookeeper`
+//!   package) on a free port of 127.0.0.1 in a temporary folder; without it they print why they are skipped.
+#![cfg(feature = "zookeeper")]
+
+mod conformance;
+
+use conformance::Recorder;
+use cosid::clock::{Clock, ManualClock};
+use cosid::generator::Waits;
+use cosid::lease::{
+    AcquireRequest, Namespace, NamespaceConfig, NamespaceRecord, Owner, SlotRecord,
+};
+use cosid::store::{LeaseStore, StoreError, StoreUrl, ZookeeperStore};
+use cosid::{Error, Event, Runtime, State};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use zookeeper_client::{Acls, Client, CreateMode};
+
+const URL_VAR: &str = "COSID_TEST_ZOOKEEPER_URL";
+const SCRIPT: &str = ".ci/services/zookeeper.sh";
+const JAR: &str = "/usr/share/java/zookeeper.jar";
+
+struct Zookeeper {
+    /// The store's clock: manual for the conformance suite, `None` (the host clock) for the runtime cases.
+    clock: Option<ManualClock>,
+    store: Arc<ZookeeperStore>,
+    url: String,
+}
+
+impl conformance::Target for Zookeeper {
+    fn store(&self) -> Arc<dyn LeaseStore> {
+        self.store.clone()
+    }
+
+    /// A plain write of the record as JSON, with a client of its own, as `zkCli.sh set` would do it.
+    async fn put_raw(&self, namespace: &Namespace, r: &SlotRecord) {
+        let owner = r
+            .owner
+            .as_ref()
+            .map(|o| serde_json::json!({ "key": o.key, "incarnation": o.incarnation.to_string() }));
+        let value = serde_json::json!({
+            "owner": owner,
+            "last_owner_key": r.last_owner_key,
+            "fence": r.fence,
+            "expires_at": r.expires_at,
+            "floor": r.floor,
+            "ceiling": r.ceiling,
+            "next_floor": r.next_floor,
+        });
+        put_raw(
+            &self.url,
+            namespace,
+            &format!("slot/{}", r.slot),
+            value.to_string().as_bytes(),
+        )
+        .await;
+    }
+
+    /// The record as versions before layouts were recorded wrote it: no `layout` field.
+    async fn put_old_namespace(&self, namespace: &Namespace, r: &NamespaceRecord) {
+        let value = serde_json::json!({
+            "bits": r.bits,
+            "tolerance_ms": r.tolerance_ms,
+            "not_before": r.not_before,
+        });
+        put_raw(&self.url, namespace, "ns", value.to_string().as_bytes()).await;
+    }
+
+    fn manual_clock(&self) -> Option<&ManualClock> {
+        self.clock.as_ref()
+    }
+}
+
+async fn target() -> Option<Zookeeper> {
+    let url = conformance::server_url(URL_VAR, SCRIPT)?;
+    let clock = ManualClock::new(conformance::T0);
+    let store = Arc::new(ZookeeperStore::open(&url, Arc::new(clock.clone())).unwrap());
+    Some(Zookeeper {
+        clock: Some(clock),
+        store,
+        url,
+    })
+}
+
+conformance::conformance_tests!(target());
+
+/// A target on the host clock, as a runtime's store runs.
+async fn on_host_clock(url: String) -> Zookeeper {
+    let store = ZookeeperStore::open(&url, Arc::new(cosid::clock::SystemClock)).unwrap();
+    Zookeeper {
+        clock: None,
+        store: Arc::new(store),
+        url,
+    }
+}
+
+conformance::runtime_tests! {
+    kind: "zookeeper",
+    url: conformance::server_url(URL_VAR, SCRIPT),
+    target: on_host_clock,
+    // Port 1 on loopback: nothing listens there.
+    unreachable: "zookeeper://127.0.0.1:1",
+    shown: "127.0.0.1:1",
+}
+
+/// `host:port[,...]` of a `zookeeper://` URL without credentials or chroot.
+fn hosts(url: &str) -> String {
+    let rest = url
+        .strip_prefix("zookeeper://")
+        .expect("a zookeeper:// URL");
+    let authority = rest.split_once('/').map_or(rest, |(a, _)| a);
+    authority
+        .rsplit_once('@')
+        .map_or(authority, |(_, h)| h)
+        .to_owned()
+}
+
+/// The znode paths, spelled out here rather than taken from the store, so the test pins the layout.
+fn namespace_dir(namespace: &Namespace) -> String {
+    format!("/cosid/{}", namespace.encoded())
+}
+
+/// Writes `value` at `node` (relative to the namespace's znode) with a client of its own, bypassing the store:
+/// creates it (and its parents) when missing.
+async fn put_raw(url: &str, namespace: &Namespace, node: &str, value: &[u8]) {
+    let client = Client::connect(&hosts(url)).await.unwrap();
+    let path = format!("{}/{node}", namespace_dir(namespace));
+    let options = CreateMode::Persistent.with_acls(Acls::anyone_all());
+    match client.set_data(&path, value, None).await {
+        Ok(_) => {}
+        Err(zookeeper_client::Error::NoNode) => {
+            let parent = &path[..path.rfind('/').unwrap()];
+            client.mkdir(parent, &options).await.unwrap();
+            client.create(&path, value, &options).await.unwrap();
+        }
+        Err(e) => panic!("put {path}: {e}"),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// What is particular to ZooKeeper.
+
+const CONFIG: NamespaceConfig = NamespaceConfig {
+    bits: 5,
+    tolerance_ms: 1_000,
+    layout: cosid::Layout::millis(),
+};
+const T0: u64 = 1_700_000_000_000;
+
+/// A namespace no earlier run used, so tests can share one server.
+fn fresh(name: &str) -> Namespace {
+    Namespace::new(format!("{name}-{}", uuid::Uuid::new_v4())).unwrap()
+}
+
+fn request(key: &str) -> AcquireRequest {
+    AcquireRequest {
+        owner: Owner::new(key),
+        ttl_ms: 30_000,
+        preferred_slot: None,
+    }
+}
+
+async fn store(url: &str, clock: &ManualClock) -> ZookeeperStore {
+    let store = ZookeeperStore::open(url, Arc::new(clock.clone())).unwrap();
+    store.init().await.unwrap();
+    store
+}
+
+#[test]
+fn refuses_bad_urls() {
+    let clock: Arc<dyn Clock> = Arc::new(ManualClock::new(T0));
+    for bad in [
+        "zookeeper://127.0.0.1",
+        "zookeeper://127.0.0.1:notaport",
+        "zookeeper://:2181",
+        "zookeeper://a:2181,,b:2181",
+        "zookeeper://a:2181/x//y",
+        "zookeeper://a:2181/x/../y",
+        "zookeeper://a:2181/x?y=1",
+        "zookeeper://nopassword@a:2181",
+        "zookeeper://",
+    ] {
+        match ZookeeperStore::open(bad, clock.clone()) {
+            Err(StoreError::InvalidUrl { reason, .. }) => assert!(!reason.is_empty()),
+            other => panic!("{bad}: expected InvalidUrl, got {other:?}"),
+        }
+    }
+}
+
+#[tokio::test]
+async fn an_unreachable_ensemble_is_unavailable_and_the_password_is_never_printed() {
+    let clock = ManualClock::new(T0);
+    // Port 1 on loopback: nothing listens there, so the connection is refused at once.
+    let url = "zookeeper://ids:s3cret-pw@127.0.0.1:1/apps";
+    let store = ZookeeperStore::open(url, Arc::new(clock)).unwrap();
+    assert!(!format!("{store:?}").contains("s3cret-pw"), "{store:?}");
+    let parsed = StoreUrl::parse(url).unwrap();
+    assert_eq!(parsed.to_string(), "zookeeper://ids:***@127.0.0.1:1/apps");
+    let err = store
+        .acquire(&fresh("down"), &CONFIG, &request("a"))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            StoreError::Unavailable {
+                store: "zookeeper",
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    assert!(!err.to_string().contains("s3cret-pw"), "{err}");
+    assert!(!format!("{err:?}").contains("s3cret-pw"), "{err:?}");
+}
+
+#[tokio::test]
+async fn opens_through_a_store_url() {
+    let Some(url) = conformance::server_url(URL_VAR, SCRIPT) else {
+        return;
+    };
+    let clock = ManualClock::new(T0);
+    let store = cosid::store::open(&StoreUrl::parse(&url).unwrap(), Arc::new(clock))
+        .await
+        .unwrap();
+    assert_eq!(store.kind(), "zookeeper");
+    store.init().await.unwrap();
+    let got = store
+        .acquire(&fresh("open"), &CONFIG, &request("a"))
+        .await
+        .unwrap();
+    assert_eq!(got.lease.slot, 0);
+}
+
+#[tokio::test]
+async fn the_store_clock_is_the_callers_clock() {
+    let Some(url) = conformance::server_url(URL_VAR, SCRIPT) else {
+        return;
+    };
+    let clock = ManualClock::new(T0);
+    let store = store(&url, &clock).await;
+    let ns = fresh("clock");
+    let a = store
+        .acquire(&ns, &CONFIG, &request("a"))
+        .await
+        .unwrap()
+        .lease;
+    assert_eq!(
+        (a.store_now, a.expires_at, a.ceiling),
+        (T0, T0 + 30_000, T0 + 31_000)
+    );
+    clock.advance(30_001);
+    let b = store
+        .acquire(&ns, &CONFIG, &request("b"))
+        .await
+        .unwrap()
+        .lease;
+    assert_eq!((b.slot, b.fence, b.floor), (0, 2, a.ceiling));
+    assert_eq!(store.inspect(&ns).await.unwrap().store_now, T0 + 30_001);
+}
+
+#[tokio::test]
+async fn records_are_persistent_json_znodes_under_the_namespace() {
+    let Some(url) = conformance::server_url(URL_VAR, SCRIPT) else {
+        return;
+    };
+    let clock = ManualClock::new(T0);
+    let store = store(&url, &clock).await;
+    let ns = Namespace::new(format!("a/b {{x}}:é.-{}", uuid::Uuid::new_v4().simple())).unwrap();
+    store.acquire(&ns, &CONFIG, &request("a")).await.unwrap();
+    let client = Client::connect(&hosts(&url)).await.unwrap();
+    let dir = namespace_dir(&ns);
+    let mut names = client.list_children(&dir).await.unwrap();
+    names.sort();
+    assert_eq!(names, ["ns", "slot"]);
+    assert_eq!(
+        client.list_children(&format!("{dir}/slot")).await.unwrap(),
+        ["0"]
+    );
+    for path in [format!("{dir}/ns"), format!("{dir}/slot/0")] {
+        let (data, stat) = client.get_data(&path).await.unwrap();
+        assert_eq!(
+            stat.ephemeral_owner, 0,
+            "{path} is ephemeral: a lease must outlive the session that took it"
+        );
+        let value: serde_json::Value = serde_json::from_slice(&data).unwrap();
+        assert!(value.is_object(), "{value}");
+    }
+    // The encoded name holds no `/`: no other namespace's znodes can be under this one's.
+    assert!(!ns.encoded().contains('/'));
+}
+
+#[tokio::test]
+async fn a_lease_outlives_its_session_and_expires_by_the_protocol() {
+    let Some(url) = conformance::server_url(URL_VAR, SCRIPT) else {
+        return;
+    };
+    let clock = ManualClock::new(T0);
+    let ns = fresh("session");
+    let first = store(&url, &clock).await;
+    let a = first
+        .acquire(&ns, &CONFIG, &request("a"))
+        .await
+        .unwrap()
+        .lease;
+    // The holder's process goes away: its session with it.
+    drop(first);
+    let second = store(&url, &clock).await;
+    let b = second
+        .acquire(&ns, &CONFIG, &request("b"))
+        .await
+        .unwrap()
+        .lease;
+    assert_ne!(
+        b.slot, a.slot,
+        "the lease of a closed session was taken while live"
+    );
+    // Past its expiry, by the protocol's clock, the slot is free again.
+    clock.advance(30_001);
+    let c = second
+        .acquire(
+            &ns,
+            &CONFIG,
+            &AcquireRequest {
+                preferred_slot: Some(a.slot),
+                ..request("c")
+            },
+        )
+        .await
+        .unwrap()
+        .lease;
+    assert_eq!((c.slot, c.fence), (a.slot, a.fence + 1));
+}
+
+#[tokio::test]
+async fn a_chroot_holds_every_znode() {
+    let Some(url) = conformance::server_url(URL_VAR, SCRIPT) else {
+        return;
+    };
+    let chroot = format!("/cosid-test-{}/ids", uuid::Uuid::new_v4().simple());
+    let clock = ManualClock::new(T0);
+    let store = store(&format!("zookeeper://{}{chroot}", hosts(&url)), &clock).await;
+    let ns = fresh("chroot");
+    store.acquire(&ns, &CONFIG, &request("a")).await.unwrap();
+    let client = Client::connect(&hosts(&url)).await.unwrap();
+    let path = format!("{chroot}/cosid/{}/slot/0", ns.encoded());
+    assert!(client.check_stat(&path).await.unwrap().is_some(), "{path}");
+    assert!(client
+        .check_stat(&format!("{}/ns", namespace_dir(&ns)))
+        .await
+        .unwrap()
+        .is_none());
+}
+
+#[tokio::test]
+async fn undecodable_values_and_stray_znodes_are_corrupt_never_absent() {
+    let Some(url) = conformance::server_url(URL_VAR, SCRIPT) else {
+        return;
+    };
+    let clock = ManualClock::new(T0);
+    let store = store(&url, &clock).await;
+    let inc = uuid::Uuid::new_v4();
+    let good = |fence: &str| {
+        format!(
+            r#"{{"owner":{{"key":"k","incarnation":"{inc}"}},"last_owner_key":"k","fence":{fence},"expires_at":20,"floor":10,"ceiling":20,"next_floor":20}}"#
+        )
+    };
+    let cases: Vec<(&str, &str, String)> = vec![
+        ("not JSON", "slot/3", "{\"owner\": nul".to_owned()),
+        ("expected a JSON object", "slot/3", "[1, 2]".to_owned()),
+        (
+            "fence is missing",
+            "slot/3",
+            good("0").replace(r#""fence":0,"#, ""),
+        ),
+        ("expected a non-negative integer", "slot/3", good("-1")),
+        (
+            "not a UUID",
+            "slot/3",
+            good("1").replace(&inc.to_string(), "nope"),
+        ),
+        (
+            "floor 10 is above ceiling 5",
+            "slot/3",
+            good("1").replace(r#""ceiling":20"#, r#""ceiling":5"#),
+        ),
+        ("not below 2^5", "slot/32", good("1")),
+        ("unexpected znode", "slot/03", good("1")),
+        ("unexpected znode", "stray", good("1")),
+        (
+            "bits 0 is not 1 to 31",
+            "ns",
+            r#"{"bits":0,"tolerance_ms":1000,"not_before":0}"#.to_owned(),
+        ),
+    ];
+    for (expected, node, value) in cases {
+        let ns = fresh("corrupt");
+        store
+            .acquire(&ns, &CONFIG, &request("first"))
+            .await
+            .unwrap();
+        put_raw(&url, &ns, node, value.as_bytes()).await;
+        let mut errors = vec![store
+            .acquire(&ns, &CONFIG, &request("a"))
+            .await
+            .unwrap_err()];
+        // `inspect` (for `cosid leases`) shows records that break the rules but refuses what it cannot decode.
+        let undecodable = !expected.starts_with("floor") && !expected.starts_with("not below");
+        if undecodable {
+            errors.push(store.inspect(&ns).await.unwrap_err());
+        }
+        for err in errors {
+            match &err {
+                StoreError::Corrupt {
+                    store: "zookeeper",
+                    detail,
+                    ..
+                } => assert!(
+                    detail.contains(expected),
+                    "{node} = {value}: expected {expected:?}, got {err}"
+                ),
+                other => panic!("{node} = {value}: expected Corrupt ({expected}), got {other:?}"),
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// A ZooKeeper of the test's own.
+
+/// A standalone ZooKeeper on a free port of 127.0.0.1 in a temporary folder; killed when dropped.
+struct OwnZookeeper {
+    child: Option<Child>,
+    port: u16,
+    dir: tempfile::TempDir,
+}
+
+impl OwnZookeeper {
+    /// Starts one; `None` (after saying why) without Java or Debian's `zookeeper` package.
+    fn start(test: &str) -> Option<OwnZookeeper> {
+        let java = Command::new("java")
+            .arg("-version")
+            .output()
+            .is_ok_and(|o| o.status.success());
+        if !java || !std::path::Path::new(JAR).exists() {
+            eprintln!("skipped {test}: java or {JAR} is missing (bash {SCRIPT} installs them)");
+            return None;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let config = format!(
+            "tickTime=500\ndataDir={}\nclientPort={port}\nclientPortAddress=127.0.0.1\n\
+             admin.enableServer=false\n4lw.commands.whitelist=srvr\n",
+            dir.path().join("data").display()
+        );
+        std::fs::write(dir.path().join("zoo.cfg"), config).unwrap();
+        let mut server = OwnZookeeper {
+            child: None,
+            port,
+            dir,
+        };
+        server.launch();
+        Some(server)
+    }
+
+    fn url(&self) -> String {
+        format!("zookeeper://127.0.0.1:{}", self.port)
+    }
+
+    fn serving(&self) -> bool {
+        use std::io::{Read, Write};
+        let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", self.port)) else {
+            return false;
+        };
+        let _ = s.set_read_timeout(Some(Duration::from_millis(500)));
+        let mut reply = String::new();
+        s.write_all(b"srvr").is_ok()
+            && s.read_to_string(&mut reply).is_ok()
+            && reply.contains("Mode: ")
+    }
+
+    /// Starts the server on its port and folder (the data folder is read back), and waits until it serves.
+    fn launch(&mut self) {
+        let log = std::fs::File::create(self.dir.path().join("zookeeper.log")).unwrap();
+        let child = Command::new("java")
+            .args(["-Xmx128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"])
+            .arg("-cp")
+            .arg(JAR)
+            .arg("org.apache.zookeeper.server.quorum.QuorumPeerMain")
+            .arg(self.dir.path().join("zoo.cfg"))
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .unwrap();
+        self.child = Some(child);
+        for _ in 0..300 {
+            if self.serving() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let log =
+            std::fs::read_to_string(self.dir.path().join("zookeeper.log")).unwrap_or_default();
+        panic!(
+            "ZooKeeper on port {} did not serve within 15 s:\n{log}",
+            self.port
+        );
+    }
+
+    /// Kills the server at once, as a crash would.
+    fn kill(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+impl Drop for OwnZookeeper {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn digest_credentials_come_from_the_url_and_guard_the_znodes() {
+    let test = "digest_credentials_come_from_the_url_and_guard_the_znodes";
+    let Some(server) = tokio::task::block_in_place(|| OwnZookeeper::start(test)) else {
+        return;
+    };
+    let port = server.port;
+    let clock: Arc<dyn Clock> = Arc::new(ManualClock::new(T0));
+    let ns = fresh("auth");
+    // Percent-encoded like any URL's credentials.
+    let good = format!("zookeeper://ids:ids%2Dpw@127.0.0.1:{port}/apps");
+    let store = cosid::store::open(&StoreUrl::parse(&good).unwrap(), clock.clone())
+        .await
+        .unwrap();
+    let got = store
+        .acquire(&ns, &CONFIG, &request("a"))
+        .await
+        .unwrap_or_else(|e| panic!("{good}: {e}"));
+    assert_eq!(got.lease.slot, 0);
+    // The znodes are the user's alone: another password, or none, can neither read nor write them, and that is
+    // an answer, not an outage (not retried for the whole acquire timeout).
+    for bad in [
+        format!("zookeeper://ids:wrong-pw@127.0.0.1:{port}/apps"),
+        format!("zookeeper://127.0.0.1:{port}/apps"),
+    ] {
+        let other = ZookeeperStore::open(&bad, clock.clone()).unwrap();
+        for err in [
+            other
+                .acquire(&ns, &CONFIG, &request("b"))
+                .await
+                .unwrap_err(),
+            other.inspect(&ns).await.unwrap_err(),
+        ] {
+            assert!(!err.is_retryable(), "{bad}: {err:?}");
+            assert!(err.to_string().contains("not authorized"), "{bad}: {err}");
+            assert!(!err.to_string().contains("wrong-pw"), "{err}");
+        }
+    }
+    drop(server);
+}
+
+/// `raise_not_before` on a new namespace makes its znodes without any slot; the first acquirer then uses them.
+#[tokio::test]
+async fn a_namespace_made_by_raise_not_before_is_usable_by_the_first_acquirer() {
+    let Some(url) = conformance::server_url(URL_VAR, SCRIPT) else {
+        return;
+    };
+    let clock = ManualClock::new(T0);
+    let store = store(&url, &clock).await;
+    let ns = fresh("raised");
+    let raised = store
+        .raise_not_before(&ns, &CONFIG, T0 + 5_000)
+        .await
+        .unwrap();
+    assert_eq!(raised.not_before, T0 + 5_000);
+    let got = store
+        .acquire(&ns, &CONFIG, &request("a"))
+        .await
+        .unwrap()
+        .lease;
+    assert!(got.floor >= T0 + 5_000, "{got:?}");
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// The keeper against a ZooKeeper that is killed and started again.
+
+/// A lease window as the events show it: `(floor, ceiling]`.
+#[derive(Debug, Clone, Copy)]
+struct Seen {
+    slot: u32,
+    floor: u64,
+    ceiling: u64,
+}
+
+/// Every window the events show: each `Acquired`, and each `Renewed` on the floor of the lease it extends.
+fn windows(events: &[Event]) -> Vec<Seen> {
+    let mut out = Vec::new();
+    let mut floor = 0;
+    for e in events {
+        match *e {
+            Event::Acquired {
+                slot,
+                floor_ms,
+                ceiling_ms,
+                ..
+            } => {
+                floor = floor_ms;
+                out.push(Seen {
+                    slot,
+                    floor,
+                    ceiling: ceiling_ms,
+                });
+            }
+            Event::Renewed {
+                slot, ceiling_ms, ..
+            } => out.push(Seen {
+                slot,
+                floor,
+                ceiling: ceiling_ms,
+            }),
+            _ => {}
+        }
+    }
+    out
+}
+
+#[test]
+fn a_zookeeper_restart_fails_renewals_then_resumes_and_no_id_passes_a_ceiling() {
+    let test = "a_zookeeper_restart_fails_renewals_then_resumes_and_no_id_passes_a_ceiling";
+    let Some(mut server) = OwnZookeeper::start(test) else {
+        return;
+    };
+    let ttl = Duration::from_millis(1_500);
+    let events = Recorder::default();
+    let rt = Runtime::builder()
+        .store(server.url())
+        .namespace(format!("restart-{}", uuid::Uuid::new_v4()))
+        .ttl(ttl)
+        .tolerance(Duration::from_millis(200))
+        .bits(4)
+        // Id calls past the ceiling give up quickly instead of waiting for a renewal that cannot come.
+        .waits(Waits {
+            backwards: Duration::from_millis(500),
+            window: Duration::from_millis(20),
+        })
+        .subscribe(events.listener())
+        .build()
+        .unwrap();
+    let first = rt.status();
+    let mut ids = Vec::new();
+    let until = Instant::now() + Duration::from_millis(300);
+    while Instant::now() < until {
+        ids.push(rt.next_id().unwrap());
+    }
+
+    server.kill();
+    events.wait_for("RenewFailed", |e| matches!(e, Event::RenewFailed { .. }));
+    let down = rt.status();
+    assert_eq!(down.state, State::Renewing);
+    let ceiling = down.ceiling_ms;
+    let mut closed = 0;
+    loop {
+        let now = cosid::clock::Clock::now_ms(&cosid::clock::SystemClock);
+        match rt.next_id() {
+            Ok(id) => {
+                let t = rt.layout().decompose(id).unwrap().timestamp_ms;
+                assert!(
+                    t <= ceiling,
+                    "id {id} at {t} passed the ceiling {ceiling} while ZooKeeper was down"
+                );
+                ids.push(id);
+            }
+            Err(Error::WindowClosed { ceiling_ms, .. }) => {
+                assert_eq!(ceiling_ms, ceiling);
+                closed += 1;
+            }
+            Err(e) => panic!("while ZooKeeper is down: expected ids or WindowClosed, got {e}"),
+        }
+        if now > ceiling + 300 {
+            break;
+        }
+    }
+    assert!(closed > 0, "past the ceiling, id calls must fail");
+
+    server.launch();
+    let mut resumed = false;
+    for _ in 0..800 {
+        let s = rt.status();
+        if s.state == State::Active && s.ceiling_ms > ceiling {
+            resumed = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(25));
+    }
+    assert!(
+        resumed,
+        "renewals did not resume within 20 s: {:#?}",
+        events.all()
+    );
+    let back = rt.status();
+    assert_eq!(
+        (back.slot, back.fence),
+        (first.slot, first.fence),
+        "nobody took the slot: the late renewal kept the lease"
+    );
+    let until = Instant::now() + Duration::from_millis(200);
+    while Instant::now() < until {
+        ids.push(rt.next_id().unwrap());
+    }
+    let all = events.all();
+    assert!(
+        !all.iter().any(|e| matches!(e, Event::SlotLost { .. })),
+        "{all:#?}"
+    );
+    assert!(ids.windows(2).all(|w| w[0] < w[1]), "ids strictly increase");
+    let seen = windows(&all);
+    for &id in &ids {
+        let parts = rt.layout().decompose(id).unwrap();
+        let (t, slot) = (parts.timestamp_ms, parts.slot as u32);
+        assert!(
+            seen.iter()
+                .any(|w| w.slot == slot && w.floor < t && t <= w.ceiling),
+            "id {id} (slot {slot}, timestamp {t}) lies in no window the events show: {seen:#?}"
+        );
+    }
+    rt.shutdown();
+    assert!(events
+        .all()
+        .iter()
+        .any(|e| matches!(e, Event::Released { .. })));
+}
+
+/// One owner acquiring through two sessions at once, each preferring another slot, ends with one slot: the second
+/// acquisition's write fails on the `slot` znode the first one bumped, and its retry finds the slot it holds. (Were
+/// acquisitions only checked on the slot they write, both would commit, and the owner would hold two slots.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_acquisitions_by_one_owner_never_take_two_slots() {
+    let Some(url) = conformance::server_url(URL_VAR, SCRIPT) else {
+        return;
+    };
+    let clock = ManualClock::new(T0);
+    let (a, b) = (
+        Arc::new(store(&url, &clock).await),
+        Arc::new(store(&url, &clock).await),
+    );
+    for round in 0..40 {
+        let ns = fresh("same-owner");
+        // The namespace exists (with slot 0 held), so that neither acquisition has a znode to create but its slot.
+        a.acquire(&ns, &CONFIG, &request("other")).await.unwrap();
+        let owner = Owner::new("one");
+        let asking = |store: Arc<ZookeeperStore>, slot: u32| {
+            let (ns, owner) = (ns.clone(), owner.clone());
+            tokio::spawn(async move {
+                let req = AcquireRequest {
+                    owner,
+                    ttl_ms: 30_000,
+                    preferred_slot: Some(slot),
+                };
+                store.acquire(&ns, &CONFIG, &req).await.unwrap().lease.slot
+            })
+        };
+        let (x, y) = (asking(a.clone(), 1), asking(b.clone(), 2));
+        let (x, y) = (x.await.unwrap(), y.await.unwrap());
+        assert_eq!(
+            x, y,
+            "round {round}: one owner was granted slots {x} and {y}"
+        );
+        let held = a.inspect(&ns).await.unwrap().slots.len();
+        assert_eq!(held, 2, "round {round}: {held} slot records for two owners");
+    }
+}
