@@ -327,6 +327,10 @@ fn _panic_for_test(py: Python<'_>) -> PyResult<()> {
 #[pymodule(gil_used = true)]
 fn _cosid(m: &Bound<'_, PyModule>) -> PyResult<()> {
     process::install_fork_handler();
+    // Every event of every runtime, process-wide or explicit, reaches the "cosid" logger at its level.
+    cosid::host::set_log(Some(std::sync::Arc::new(|e| {
+        events::deliver(events::Target::Log, e)
+    })));
     // The process-wide callbacks (cosid.on_event) see every event of every runtime the global holder starts.
     process::global()
         .subscribe(std::sync::Arc::new(|e| {
