@@ -59,7 +59,7 @@ static int free_port(void) {
     return ntohs(a.sin_port);
 }
 
-static char redis_dir[256];
+static char redis_dir[280];
 
 /* Starts redis-server on `port` with `extra` arguments; returns 0 when it answers. */
 static int start_redis(int port, const char *extra) {
@@ -67,7 +67,7 @@ static int start_redis(int port, const char *extra) {
         return -1;
     }
     snprintf(redis_dir, sizeof redis_dir, "%s/redis", t_store_dir);
-    char cmd[1024];
+    char cmd[2048];
     snprintf(cmd, sizeof cmd,
              "mkdir -p '%s' && redis-server --bind 127.0.0.1 --port %d --dir '%s' --save '' %s "
              "--daemonize yes --pidfile '%s/redis.pid' --logfile '%s/redis.log'",
@@ -87,7 +87,7 @@ static int start_redis(int port, const char *extra) {
 }
 
 static void stop_redis(void) {
-    char path[512];
+    char path[300];
     snprintf(path, sizeof path, "%s/redis.pid", redis_dir);
     FILE *f = fopen(path, "r");
     int pid = 0;
