@@ -718,6 +718,11 @@ cosid_result cosid_last_error(char *buf, size_t buf_len, size_t *out_len);
  * Thread safety: may be called from any thread at any time; takes effect at the next event. `userdata` is
  * handed back to `callback` on the runtimes' threads, and must stay valid until the callback is replaced or
  * removed and every runtime that could still log has been shut down. Fails only with `COSID_RESULT_PANIC`.
+ *
+ * # Safety
+ *
+ * `callback`, unless NULL, follows the rules of [`cosid_log_callback`], and `userdata` stays valid for as long
+ * as said above.
  */
 cosid_result cosid_set_log_callback(cosid_log_callback callback, void *userdata, uint32_t min_level);
 

@@ -171,6 +171,11 @@ pub(crate) unsafe fn listener(
 /// Thread safety: may be called from any thread at any time; takes effect at the next event. `userdata` is
 /// handed back to `callback` on the runtimes' threads, and must stay valid until the callback is replaced or
 /// removed and every runtime that could still log has been shut down. Fails only with `COSID_RESULT_PANIC`.
+///
+/// # Safety
+///
+/// `callback`, unless NULL, follows the rules of [`cosid_log_callback`], and `userdata` stays valid for as long
+/// as said above.
 #[no_mangle]
 pub unsafe extern "C" fn cosid_set_log_callback(
     callback: cosid_log_callback,
