@@ -23,7 +23,8 @@ class Event:
 
     Every event of every runtime is also logged to the ``"cosid"`` logger of :mod:`logging`: ``SLOT_LOST`` and
     ``STORE_REGRESSION`` at ERROR, ``RENEW_FAILED``, ``CLOCK_SKEW`` and ``STORE_UNSAFE`` at WARNING, the lease's
-    steps at INFO and renewals at DEBUG. The record carries ``cosid_event`` (the name) and ``cosid_fields``.
+    steps at INFO (renewals, DEBUG, are left to callbacks). The record carries ``cosid_event`` (the name) and
+    ``cosid_fields``.
     """
 
     name: str
