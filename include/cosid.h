@@ -232,16 +232,55 @@ enum cosid_event_kind
      */
     COSID_EVENT_KIND_CLOCK_SKEW = 7,
     /**
-     * The store's record of a slot went backwards (the store lost writes); the slot is refused. `slot`,
-     * `detail`.
+     * The store's record of a slot went backwards (the store lost writes): id calls fail until the runtime has
+     * made the namespace safe again and acquired a new slot. `slot`, `detail`.
      */
     COSID_EVENT_KIND_STORE_REGRESSION = 8,
+    /**
+     * The store's server runs with a setting that lets it lose a committed write, which the safety claim rules
+     * out (Redis `appendfsync everysec`, ...); reported once per setting at the runtime's start. `store`,
+     * `setting`, `value`, `expected`.
+     */
+    COSID_EVENT_KIND_STORE_UNSAFE = 9,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L
 typedef enum cosid_event_kind cosid_event_kind;
 #else
 typedef uint32_t cosid_event_kind;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/**
+ * How much an event matters, in a `cosid_log_params`; the same table in every binding.
+ */
+enum cosid_log_level
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+    /**
+     * Routine (`RENEWED`).
+     */
+    COSID_LOG_LEVEL_DEBUG = 1,
+    /**
+     * A step of the lease's life (`ACQUIRED`, `RELEASED`, `DUPLICATE_OWNER_KEY`).
+     */
+    COSID_LOG_LEVEL_INFO = 2,
+    /**
+     * Ids still flow, but something needs a person (`RENEW_FAILED`, `CLOCK_SKEW`, `STORE_UNSAFE`).
+     */
+    COSID_LOG_LEVEL_WARN = 3,
+    /**
+     * Ids are refused until the runtime has a safe slot again (`SLOT_LOST`, `STORE_REGRESSION`).
+     */
+    COSID_LOG_LEVEL_ERROR = 4,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum cosid_log_level cosid_log_level;
+#else
+typedef uint32_t cosid_log_level;
 #endif // __STDC_VERSION__ >= 202311L
 #endif // __cplusplus
 
@@ -403,6 +442,22 @@ typedef struct cosid_event {
      * The stable upper-case name of the event (`"SLOT_LOST"`), the same in every binding; never NULL.
      */
     const char *name;
+    /**
+     * The store kind (`STORE_UNSAFE`); never NULL, `""` when unused.
+     */
+    const char *store;
+    /**
+     * The server setting (`STORE_UNSAFE`); never NULL, `""` when unused.
+     */
+    const char *setting;
+    /**
+     * Its value on the server (`STORE_UNSAFE`); never NULL, `""` when unused.
+     */
+    const char *value;
+    /**
+     * The value the safety claim needs (`STORE_UNSAFE`); never NULL, `""` when unused.
+     */
+    const char *expected;
 } cosid_event;
 
 /**
@@ -417,6 +472,34 @@ typedef struct cosid_event {
  * which only config subscriptions see, arrive on the thread that starts the runtime, before the start returns.
  */
 typedef void (*cosid_event_callback)(void *userdata, const struct cosid_event *event);
+
+/**
+ * One log record: an event with its level and a one-line message, as the log callback receives it.
+ *
+ * Thread safety: valid only during the callback; copy what you keep.
+ */
+typedef struct cosid_log_params {
+    /**
+     * How much it matters.
+     */
+    cosid_log_level level;
+    /**
+     * A NUL-terminated one-line description for a person (the same words in every binding); never NULL.
+     */
+    const char *message;
+    /**
+     * The event, with its fields; never NULL.
+     */
+    const struct cosid_event *event;
+} cosid_log_params;
+
+/**
+ * A log callback: `userdata` as given to `cosid_set_log_callback`, and the record, valid only during the call.
+ * The same rules as for `cosid_event_callback` apply: it runs on a runtime's background thread (the first
+ * events on the thread that starts it), must return promptly, must not unwind or `longjmp` out, and a call
+ * from it into the runtime that logs fails with `COSID_RESULT_REENTRANT` where an event callback's would.
+ */
+typedef void (*cosid_log_callback)(void *userdata, const struct cosid_log_params *params);
 
 /**
  * A runtime's lease and state at one moment, written by `cosid_runtime_status` into a struct the caller owns.
@@ -623,6 +706,25 @@ void cosid_config_free(struct cosid_config *config);
  * Thread safety: may be called from any thread; each thread reads its own detail.
  */
 cosid_result cosid_last_error(char *buf, size_t buf_len, size_t *out_len);
+
+/**
+ * Sets the one process-wide log callback: from then on it receives every event of every runtime of this library
+ * (the process-wide one and each `cosid_runtime`, from their start) whose level is at least `min_level` (a
+ * `cosid_log_level`), with its level and a one-line message. `STORE_UNSAFE`, `RENEW_FAILED` and `CLOCK_SKEW`
+ * come at `COSID_LOG_LEVEL_WARN`, `SLOT_LOST` and `STORE_REGRESSION` at `COSID_LOG_LEVEL_ERROR`. A NULL
+ * `callback` removes it. Without a log callback nothing is printed: the library never writes to stdout or
+ * stderr.
+ *
+ * Thread safety: may be called from any thread at any time; takes effect at the next event. `userdata` is
+ * handed back to `callback` on the runtimes' threads, and must stay valid until the callback is replaced or
+ * removed and every runtime that could still log has been shut down. Fails only with `COSID_RESULT_PANIC`.
+ *
+ * # Safety
+ *
+ * `callback`, unless NULL, follows the rules of [`cosid_log_callback`], and `userdata` stays valid for as long
+ * as said above.
+ */
+cosid_result cosid_set_log_callback(cosid_log_callback callback, void *userdata, uint32_t min_level);
 
 /**
  * Issues one id from the process-wide runtime into `*out_id`.

@@ -31,7 +31,9 @@ export declare class Runtime {
   fromFriendly(text: string): bigint
   /**
    * Calls `callback` with every later event of this runtime, on this thread's event loop, never blocking the
-   * runtime or keeping the process alive. Returns a function that unsubscribes.
+   * runtime or keeping the process alive. The first callback also receives the events of the start
+   * (`ACQUIRED`, a `STORE_UNSAFE` warning), which come before it can be added. Returns a function that
+   * unsubscribes.
    */
   onEvent(callback: (event: CosidEvent) => void): () => void
   /**
@@ -60,7 +62,12 @@ export declare function configure(options?: Options): void
 /** Something a runtime's keeper did or saw. `type` names it; the other fields are those of that type. */
 export interface CosidEvent {
   /** What happened. */
-  type: 'ACQUIRED' | 'RENEWED' | 'RENEW_FAILED' | 'SLOT_LOST' | 'RELEASED' | 'DUPLICATE_OWNER_KEY' | 'CLOCK_SKEW' | 'STORE_REGRESSION'
+  type: 'ACQUIRED' | 'RENEWED' | 'RENEW_FAILED' | 'SLOT_LOST' | 'RELEASED' | 'DUPLICATE_OWNER_KEY' | 'CLOCK_SKEW' | 'STORE_REGRESSION' | 'STORE_UNSAFE'
+  /**
+   * How much it matters: `ERROR` (ids refused: `SLOT_LOST`, `STORE_REGRESSION`), `WARN` (ids still flow but
+   * something needs a person: `RENEW_FAILED`, `CLOCK_SKEW`, `STORE_UNSAFE`), `INFO` or `DEBUG`.
+   */
+  level: 'ERROR' | 'WARN' | 'INFO' | 'DEBUG'
   /** A one-line description. */
   message: string
   /** The slot (every type but `CLOCK_SKEW`). */
@@ -89,6 +96,14 @@ export interface CosidEvent {
   localMs?: number
   /** The store's clock, ms (`CLOCK_SKEW`). */
   storeMs?: number
+  /** The store kind (`STORE_UNSAFE`). */
+  store?: string
+  /** The server setting that lets the store lose a committed write (`STORE_UNSAFE`). */
+  setting?: string
+  /** Its value on the server (`STORE_UNSAFE`). */
+  value?: string
+  /** The value the safety claim needs (`STORE_UNSAFE`). */
+  expected?: string
 }
 
 /** The id of a base-62 form; anything but exactly 11 base-62 digits at most `LygHa16AHYF` throws `INVALID_ID`. */
@@ -174,8 +189,8 @@ export declare function nextIdString(): string
 
 /**
  * Calls `callback` with every later event of the process-wide runtime (whether or not it has started yet),
- * on this thread's event loop, without ever blocking the runtime or keeping the process alive. Returns a
- * function that unsubscribes.
+ * on this thread's event loop, without ever blocking the runtime or keeping the process alive. The first
+ * callback also receives the events that came before it (the first 32). Returns a function that unsubscribes.
  */
 export declare function onEvent(callback: (event: CosidEvent) => void): () => void
 

@@ -9,8 +9,13 @@ mod cases;
 use std::path::Path;
 use std::process::Command;
 
-/// `OK`, or the code of `cosid: error: [CODE] ...`, and the JSON printed.
-fn run(flags: &[String], env: &[(String, String)], dir: &Path, args: &[&str]) -> (String, String) {
+/// `OK`, or the code of `cosid: error: [CODE] ...`; the JSON printed; everything printed.
+fn run(
+    flags: &[String],
+    env: &[(String, String)],
+    dir: &Path,
+    args: &[&str],
+) -> (String, String, String) {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_cosid"));
     for s in cosid::host::SETTINGS {
         cmd.env_remove(s.env);
@@ -22,16 +27,17 @@ fn run(flags: &[String], env: &[(String, String)], dir: &Path, args: &[&str]) ->
         .args(args);
     let out = cmd.output().expect("cosid runs");
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    if out.status.success() {
-        return ("OK".into(), stdout);
-    }
     let stderr = String::from_utf8_lossy(&out.stderr);
+    let all = format!("{stdout}{stderr}");
+    if out.status.success() {
+        return ("OK".into(), stdout, all);
+    }
     let code = stderr
         .split_once("cosid: error: [")
         .and_then(|(_, rest)| rest.split_once(']'))
         .map(|(code, _)| code.to_owned())
         .unwrap_or_else(|| format!("NO_CODE({stderr})"));
-    (code, stdout)
+    (code, stdout, all)
 }
 
 #[test]
@@ -53,15 +59,21 @@ fn every_case_of_the_table() {
             }
         }
         for (i, (action, expect)) in case.steps.iter().enumerate() {
-            let got = match action.as_str() {
-                "start" => run(&flags, &env, dir.path(), &["status", "--json"]).0,
-                "next_id" => run(&flags, &env, dir.path(), &["next"]).0,
+            let (got, shown) = match action.as_str() {
+                "start" => {
+                    let (code, _, all) = run(&flags, &env, dir.path(), &["status", "--json"]);
+                    (code, all)
+                }
+                "next_id" => {
+                    let (code, _, all) = run(&flags, &env, dir.path(), &["next"]);
+                    (code, all)
+                }
                 "slot" => match run(&flags, &env, dir.path(), &["status", "--json"]) {
-                    (ok, json) if ok == "OK" => {
+                    (ok, json, all) if ok == "OK" => {
                         let v: serde_json::Value = serde_json::from_str(&json).unwrap();
-                        v["slot"].to_string()
+                        (v["slot"].to_string(), all)
                     }
-                    (code, _) => code,
+                    (code, _, all) => (code, all),
                 },
                 _ => {
                     skipped += case.steps.len() - i;
@@ -75,6 +87,7 @@ fn every_case_of_the_table() {
                     case.name
                 ));
             }
+            failures.extend(case.leaks(action, &shown));
         }
     }
     println!(

@@ -101,7 +101,8 @@ impl Shared {
     }
 
     pub(crate) fn emit(&self, event: Event) {
-        tracing::debug!(%event, "cosid event");
+        // At the event's level, with its fields (see `Event::level`).
+        event.log();
         let listeners = lock(&self.listeners).clone();
         for l in listeners {
             // A listener that panics must not take the keeper down with it.

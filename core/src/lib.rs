@@ -31,7 +31,7 @@ pub mod store;
 
 pub use config::Config;
 pub use error::{ConfigError, Error};
-pub use event::Event;
+pub use event::{Event, Field as EventField, Level as EventLevel};
 pub use id::{Id, IdError, Layout, LayoutError, Parts, Tick};
 pub use keeper::{State, Status};
 pub use runtime::{Builder, Runtime};

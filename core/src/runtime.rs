@@ -426,9 +426,13 @@ impl Builder {
                 clock: config.clock.clone(),
             };
             let acquired = tokio.block_on(keeper.acquire(config.acquire_timeout()))?;
+            let findings = tokio.block_on(durability(&*store, config.ttl));
             let shared = Arc::new(Shared::new(generator, acquired.lease.clone(), store.kind()));
             for listener in self.listeners.0 {
                 shared.subscribe(listener);
+            }
+            for finding in findings {
+                shared.emit(finding.into());
             }
             keeper.install(&shared, &acquired);
             let task = Box::pin(keeper.run(shared.clone(), stopped));
@@ -442,6 +446,22 @@ impl Builder {
             shared,
             keeper: Mutex::new(Some(KeeperThread { stop, thread })),
         })
+    }
+}
+
+/// The store's unsafe settings, asked once at start (after the first lease, so the store is known to answer).
+/// Best effort: a store that cannot tell within `bound` does not hold up the start, and is logged.
+async fn durability(store: &dyn LeaseStore, bound: Duration) -> Vec<crate::store::Finding> {
+    match tokio::time::timeout(bound, store.durability()).await {
+        Ok(Ok(findings)) => findings,
+        Ok(Err(e)) => {
+            tracing::debug!(error = %e, "cosid: could not read the store's durability settings");
+            Vec::new()
+        }
+        Err(_) => {
+            tracing::debug!("cosid: reading the store's durability settings timed out");
+            Vec::new()
+        }
     }
 }
 

@@ -9,10 +9,11 @@ mod cases;
 use cosid::host::{fork, ErrorCode, Holder, HostError, Settings};
 use std::path::Path;
 
-fn outcome<T>(r: Result<T, HostError>) -> String {
+/// The outcome's code, and every form of its error as Rust shows it (Display and Debug).
+fn outcome<T>(r: Result<T, HostError>) -> (String, String) {
     match r {
-        Ok(_) => "OK".to_owned(),
-        Err(e) => e.code.name().to_owned(),
+        Ok(_) => ("OK".to_owned(), String::new()),
+        Err(e) => (e.code.name().to_owned(), format!("{e} {e:?}")),
     }
 }
 
@@ -34,7 +35,7 @@ fn every_case_of_the_table() {
         }
         let holder = Holder::new(settings);
         for (action, expect) in &case.steps {
-            let got = match action.as_str() {
+            let (got, shown) = match action.as_str() {
                 "start" => match set_error.take() {
                     Some(e) => outcome::<()>(Err(e)),
                     None => outcome(holder.runtime()),
@@ -42,8 +43,8 @@ fn every_case_of_the_table() {
                 "next_id" => outcome(holder.next_id()),
                 "shutdown" => outcome(holder.shutdown()),
                 "slot" => match holder.status() {
-                    Ok(s) => s.slot.to_string(),
-                    Err(e) => e.code.name().to_owned(),
+                    Ok(s) => (s.slot.to_string(), String::new()),
+                    e => outcome(e),
                 },
                 "fork_next_id" => {
                     let parent_slot = holder.status().map(|s| s.slot);
@@ -51,10 +52,10 @@ fn every_case_of_the_table() {
                     fork::after_fork_in_child();
                     match holder.next_id() {
                         Ok(_) if holder.status().map(|s| s.slot) != parent_slot => {
-                            "OK_OTHER_SLOT".into()
+                            ("OK_OTHER_SLOT".into(), String::new())
                         }
-                        Ok(_) => "OK_SAME_SLOT".into(),
-                        Err(e) => e.code.name().to_owned(),
+                        Ok(_) => ("OK_SAME_SLOT".into(), String::new()),
+                        e => outcome(e),
                     }
                 }
                 other => panic!("unknown action {other}"),
@@ -65,7 +66,9 @@ fn every_case_of_the_table() {
                     case.name
                 ));
             }
+            failures.extend(case.leaks(action, &shown));
         }
+        failures.extend(case.leaks("the holder's Debug", &format!("{holder:?}")));
         let _ = holder.shutdown();
     }
     assert!(ErrorCode::from_name("FORKED").is_some());

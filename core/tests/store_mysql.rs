@@ -345,3 +345,40 @@ async fn wrong_credentials_are_an_answer_not_an_outage() {
     assert!(!err.is_retryable(), "{err:?}");
     assert!(!err.to_string().contains("wrong-pw-123"), "{err}");
 }
+
+#[tokio::test]
+async fn durability_names_each_setting_that_loses_commits() {
+    let Some(t) = target().await else { return };
+    let pool = mysql_async::Pool::new(t.url.as_str());
+    let mut conn = pool.get_conn().await.unwrap();
+    let (flush, sync_binlog, log_bin): (String, String, String) = conn
+        .query_first(
+            "SELECT CAST(@@innodb_flush_log_at_trx_commit AS CHAR), CAST(@@sync_binlog AS CHAR), \
+             CAST(@@log_bin AS CHAR)",
+        )
+        .await
+        .unwrap()
+        .unwrap();
+    drop(conn);
+    pool.disconnect().await.unwrap();
+    // The server's global settings are not the test's to change: check what it reports against what it has.
+    let mut expected = Vec::new();
+    if flush != "1" {
+        expected.push(("innodb_flush_log_at_trx_commit".to_string(), flush));
+    }
+    if log_bin == "1" && sync_binlog != "1" {
+        expected.push(("sync_binlog".to_string(), sync_binlog));
+    }
+    let found: Vec<(String, String)> = t
+        .store
+        .durability()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|f| {
+            assert_eq!((f.store, f.expected.as_str()), ("mysql", "1"), "{f}");
+            (f.setting, f.value)
+        })
+        .collect();
+    assert_eq!(found, expected);
+}

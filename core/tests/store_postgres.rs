@@ -429,3 +429,43 @@ async fn settings_warnings_name_an_unsafe_synchronous_commit() {
         "{warnings:?}"
     );
 }
+
+/// The `STORE_UNSAFE` events a runtime on `url` gives its listeners by the end of its start.
+fn unsafe_events_at_start(url: &str) -> Vec<cosid::Event> {
+    let events = conformance::Recorder::default();
+    let rt = cosid::Runtime::builder()
+        .store(url)
+        .namespace(format!("durability-{}", uuid::Uuid::new_v4()))
+        .subscribe(events.listener())
+        .build()
+        .unwrap();
+    rt.shutdown();
+    events
+        .all()
+        .into_iter()
+        .filter(|e| e.name() == "STORE_UNSAFE")
+        .collect()
+}
+
+#[test]
+fn a_runtime_whose_sessions_commit_asynchronously_reports_it_as_an_event() {
+    let Some(url) = conformance::server_url(URL_VAR, SCRIPT) else {
+        return;
+    };
+    assert!(
+        unsafe_events_at_start(&url).is_empty(),
+        "the test server runs with synchronous_commit on"
+    );
+    // A session setting, as a role or database default (`ALTER ROLE ... SET synchronous_commit = off`) would give
+    // every session of the pool.
+    let found = unsafe_events_at_start(&with_options(&url, "-c synchronous_commit=off"));
+    assert_eq!(
+        found,
+        vec![cosid::Event::StoreUnsafe {
+            store: "postgres".into(),
+            setting: "synchronous_commit".into(),
+            value: "off".into(),
+            expected: "on".into(),
+        }]
+    );
+}

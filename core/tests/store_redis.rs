@@ -1034,3 +1034,48 @@ fn lost_data_under_two_holders_raises_the_alarm_and_repeats_no_id() {
     a.shutdown();
     b.shutdown();
 }
+
+/// The `STORE_UNSAFE` events a runtime on `url` gives its listeners by the end of its start.
+fn unsafe_events_at_start(url: &str) -> Vec<Event> {
+    let events = Recorder::default();
+    let rt = Runtime::builder()
+        .store(url)
+        .namespace(format!("durability-{}", uuid::Uuid::new_v4()))
+        .subscribe(events.listener())
+        .build()
+        .unwrap();
+    rt.shutdown();
+    events
+        .all()
+        .into_iter()
+        .filter(|e| e.name() == "STORE_UNSAFE")
+        .collect()
+}
+
+#[test]
+fn a_runtime_on_a_server_that_fsyncs_every_second_reports_it_as_an_event() {
+    let test = "a_runtime_on_a_server_that_fsyncs_every_second_reports_it_as_an_event";
+    let Some(server) = OwnRedis::start(test, &["--appendonly", "yes", "--appendfsync", "everysec"])
+    else {
+        return;
+    };
+    let found = unsafe_events_at_start(&server.url());
+    assert_eq!(
+        found,
+        vec![Event::StoreUnsafe {
+            store: "redis".into(),
+            setting: "appendfsync".into(),
+            value: "everysec".into(),
+            expected: "always".into(),
+        }]
+    );
+}
+
+#[test]
+fn a_runtime_on_a_safe_server_reports_no_unsafe_setting() {
+    let Some(url) = conformance::server_url(URL_VAR, SCRIPT) else {
+        return;
+    };
+    let found = unsafe_events_at_start(&url);
+    assert!(found.is_empty(), "{found:?}");
+}

@@ -25,7 +25,10 @@ mod runtime;
 
 pub use config::*;
 pub use error::cosid_last_error;
-pub use event::{cosid_event, cosid_event_callback, cosid_event_kind};
+pub use event::{
+    cosid_event, cosid_event_callback, cosid_event_kind, cosid_log_callback, cosid_log_level,
+    cosid_log_params, cosid_set_log_callback,
+};
 pub use global::*;
 pub use ids::*;
 pub use result::{cosid_result, cosid_result_message, cosid_result_name};

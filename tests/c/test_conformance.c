@@ -15,6 +15,9 @@ struct state {
     cosid_config *cfg;
     cosid_runtime *rt;
     cosid_result set_error;
+    char set_error_text[2048];
+    char hidden[8][128];
+    int n_hidden;
     int cases;
     int steps;
     int failures;
@@ -52,6 +55,8 @@ static void begin_case(struct state *st, const char *name) {
     }
     REQUIRE_OK(cosid_config_new(&st->cfg));
     st->set_error = COSID_RESULT_OK;
+    st->set_error_text[0] = 0;
+    st->n_hidden = 0;
     st->cases++;
 }
 
@@ -108,6 +113,17 @@ static void fork_next_id(struct state *st, char *got, size_t n) {
     }
 }
 
+/* A failure for each of the case's `hidden` texts that `shown` (an error as C shows it) contains. */
+static void check_hidden(struct state *st, const char *action, const char *shown) {
+    for (int i = 0; i < st->n_hidden; i++) {
+        if (strstr(shown, st->hidden[i])) {
+            t_failed++;
+            st->failures++;
+            fprintf(stderr, "%s: %s: the error shows \"%s\": %s\n", st->name, action, st->hidden[i], shown);
+        }
+    }
+}
+
 static void step(struct state *st, const char *action, const char *expect) {
     char got[128] = "";
     if (strcmp(action, "start") == 0) {
@@ -138,6 +154,11 @@ static void step(struct state *st, const char *action, const char *expect) {
         exit(2);
     }
     st->steps++;
+    if (strcmp(action, "start") == 0 && st->set_error != COSID_RESULT_OK) {
+        check_hidden(st, "set", st->set_error_text);
+    } else if (strncmp(got, "OK", 2) != 0 && strspn(got, "0123456789") != strlen(got)) {
+        check_hidden(st, action, t_last_error());
+    }
     if (strcmp(got, expect) == 0) {
         t_passed++;
     } else {
@@ -182,6 +203,11 @@ int main(void) {
             cosid_result r = cosid_config_set(st.cfg, rest, expanded);
             if (r != COSID_RESULT_OK && st.set_error == COSID_RESULT_OK) {
                 st.set_error = r;
+                snprintf(st.set_error_text, sizeof st.set_error_text, "%s", t_last_error());
+            }
+        } else if (strcmp(line, "hidden") == 0) {
+            if (st.n_hidden < 8) {
+                snprintf(st.hidden[st.n_hidden++], sizeof st.hidden[0], "%s", rest);
             }
         } else {
             step(&st, line, rest);

@@ -11,6 +11,19 @@ pub struct Case {
     pub set: Vec<(String, String)>,
     /// `(action, expect)` in order.
     pub steps: Vec<(String, String)>,
+    /// Texts no error of the case may show.
+    pub hidden: Vec<String>,
+}
+
+impl Case {
+    /// A failure for each of the case's hidden texts that `shown` (what the language showed) contains.
+    pub fn leaks(&self, what: &str, shown: &str) -> Vec<String> {
+        self.hidden
+            .iter()
+            .filter(|h| shown.contains(h.as_str()))
+            .map(|h| format!("{}: {what} shows {h:?}: {shown}", self.name))
+            .collect()
+    }
 }
 
 /// Every case of the table at `path`; panics (naming the line) on a line it cannot read.
@@ -30,6 +43,7 @@ pub fn read(path: &Path) -> Vec<Case> {
                 name: rest.to_owned(),
                 set: Vec::new(),
                 steps: Vec::new(),
+                hidden: Vec::new(),
             });
             continue;
         }
@@ -43,6 +57,7 @@ pub fn read(path: &Path) -> Vec<Case> {
                     .unwrap_or_else(|| panic!("{}: no value", at()));
                 case.set.push((key.to_owned(), value.to_owned()));
             }
+            "hidden" => case.hidden.push(rest.to_owned()),
             "start" | "next_id" | "slot" | "shutdown" | "fork_next_id" => {
                 case.steps.push((word.to_owned(), rest.to_owned()))
             }

@@ -19,9 +19,13 @@ pub struct CosidEvent {
     /// What happened.
     #[napi(
         js_name = "type",
-        ts_type = "'ACQUIRED' | 'RENEWED' | 'RENEW_FAILED' | 'SLOT_LOST' | 'RELEASED' | 'DUPLICATE_OWNER_KEY' | 'CLOCK_SKEW' | 'STORE_REGRESSION'"
+        ts_type = "'ACQUIRED' | 'RENEWED' | 'RENEW_FAILED' | 'SLOT_LOST' | 'RELEASED' | 'DUPLICATE_OWNER_KEY' | 'CLOCK_SKEW' | 'STORE_REGRESSION' | 'STORE_UNSAFE'"
     )]
     pub kind: String,
+    /// How much it matters: `ERROR` (ids refused: `SLOT_LOST`, `STORE_REGRESSION`), `WARN` (ids still flow but
+    /// something needs a person: `RENEW_FAILED`, `CLOCK_SKEW`, `STORE_UNSAFE`), `INFO` or `DEBUG`.
+    #[napi(ts_type = "'ERROR' | 'WARN' | 'INFO' | 'DEBUG'")]
+    pub level: String,
     /// A one-line description.
     pub message: String,
     /// The slot (every type but `CLOCK_SKEW`).
@@ -50,14 +54,24 @@ pub struct CosidEvent {
     pub local_ms: Option<f64>,
     /// The store's clock, ms (`CLOCK_SKEW`).
     pub store_ms: Option<f64>,
+    /// The store kind (`STORE_UNSAFE`).
+    pub store: Option<String>,
+    /// The server setting that lets the store lose a committed write (`STORE_UNSAFE`).
+    pub setting: Option<String>,
+    /// Its value on the server (`STORE_UNSAFE`).
+    pub value: Option<String>,
+    /// The value the safety claim needs (`STORE_UNSAFE`).
+    pub expected: Option<String>,
 }
 
 impl CosidEvent {
+    /// Converts the core's event: its level, message and fields (one table, in the core) become this object's.
     fn new(event: &cosid::Event) -> Self {
-        let ms = |v: u64| Some(v as f64);
+        use cosid::EventField::{Text, U64};
         let mut e = CosidEvent {
             kind: event.name().to_owned(),
-            message: event.to_string(),
+            level: event.level().name().to_owned(),
+            message: event.message(),
             slot: None,
             fence: None,
             floor_ms: None,
@@ -71,64 +85,46 @@ impl CosidEvent {
             other_slot: None,
             local_ms: None,
             store_ms: None,
+            store: None,
+            setting: None,
+            value: None,
+            expected: None,
         };
-        match event {
-            cosid::Event::Acquired {
-                slot,
-                fence,
-                floor_ms,
-                ceiling_ms,
-                expires_at_ms,
-            } => {
-                e.slot = Some(*slot);
-                e.fence = ms(*fence);
-                e.floor_ms = ms(*floor_ms);
-                e.ceiling_ms = ms(*ceiling_ms);
-                e.expires_at_ms = ms(*expires_at_ms);
+        for (name, value) in event.fields() {
+            let text = || Some(value.to_string());
+            match (name, value) {
+                ("slot", U64(v)) => e.slot = u32::try_from(v).ok(),
+                ("other_slot", U64(v)) => e.other_slot = u32::try_from(v).ok(),
+                (_, U64(v)) => {
+                    let field = match name {
+                        "fence" => &mut e.fence,
+                        "floor_ms" => &mut e.floor_ms,
+                        "ceiling_ms" => &mut e.ceiling_ms,
+                        "expires_at_ms" => &mut e.expires_at_ms,
+                        "last_issued_ms" => &mut e.last_issued_ms,
+                        "retry_in_ms" => &mut e.retry_in_ms,
+                        "local_ms" => &mut e.local_ms,
+                        "store_ms" => &mut e.store_ms,
+                        // A newer core's field: `message` still says it.
+                        _ => continue,
+                    };
+                    *field = Some(v as f64);
+                }
+                (_, Text(_)) => {
+                    let field = match name {
+                        "error" => &mut e.error,
+                        // `STORE_REGRESSION`'s detail is its reason.
+                        "reason" | "detail" => &mut e.reason,
+                        "key" => &mut e.key,
+                        "store" => &mut e.store,
+                        "setting" => &mut e.setting,
+                        "value" => &mut e.value,
+                        "expected" => &mut e.expected,
+                        _ => continue,
+                    };
+                    *field = text();
+                }
             }
-            cosid::Event::Renewed {
-                slot,
-                ceiling_ms,
-                expires_at_ms,
-            } => {
-                e.slot = Some(*slot);
-                e.ceiling_ms = ms(*ceiling_ms);
-                e.expires_at_ms = ms(*expires_at_ms);
-            }
-            cosid::Event::RenewFailed {
-                slot,
-                error,
-                retry_in_ms,
-            } => {
-                e.slot = Some(*slot);
-                e.error = Some(error.clone());
-                e.retry_in_ms = ms(*retry_in_ms);
-            }
-            cosid::Event::SlotLost { slot, reason } => {
-                e.slot = Some(*slot);
-                e.reason = Some(reason.clone());
-            }
-            cosid::Event::Released {
-                slot,
-                last_issued_ms,
-            } => {
-                e.slot = Some(*slot);
-                e.last_issued_ms = last_issued_ms.map(|v| v as f64);
-            }
-            cosid::Event::DuplicateOwnerKey { key, other_slot } => {
-                e.key = Some(key.clone());
-                e.other_slot = Some(*other_slot);
-            }
-            cosid::Event::ClockSkew { local_ms, store_ms } => {
-                e.local_ms = ms(*local_ms);
-                e.store_ms = ms(*store_ms);
-            }
-            cosid::Event::StoreRegression { slot, detail } => {
-                e.slot = Some(*slot);
-                e.reason = Some(detail.clone());
-            }
-            // A newer core's event: type and message still say what it is.
-            _ => {}
         }
         e
     }
@@ -138,11 +134,20 @@ impl CosidEvent {
 type Callback = ThreadsafeFunction<CosidEvent, (), CosidEvent, Status, false, true>;
 
 /// The JavaScript callbacks of one runtime.
+///
+/// Events that come before the first callback is added (those of the start, `STORE_UNSAFE` among them: a
+/// `Runtime` starts before `onEvent` can be called on it) are kept, the first [`BACKLOG`] of them, and handed to
+/// the first callback.
 #[derive(Default)]
 pub struct Subscribers {
     next: AtomicU64,
     list: Mutex<Vec<(u64, Callback)>>,
+    /// The events before the first callback.
+    backlog: Mutex<Option<Vec<CosidEvent>>>,
 }
+
+/// How many events before the first callback are kept for it.
+const BACKLOG: usize = 32;
 
 impl std::fmt::Debug for Subscribers {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -158,6 +163,10 @@ impl Subscribers {
         self.list.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    fn backlog(&self) -> MutexGuard<'_, Option<Vec<CosidEvent>>> {
+        self.backlog.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     /// Adds `callback`; returns its id for [`remove`](Self::remove).
     pub fn add(&self, callback: &Function<CosidEvent, ()>) -> napi::Result<u64> {
         let tsfn = callback
@@ -165,8 +174,15 @@ impl Subscribers {
             .weak::<true>()
             .callee_handled::<false>()
             .build()?;
+        // Under the list's lock, which `dispatch` holds too: no event falls between the backlog and the list.
+        let mut list = self.lock();
         let id = self.next.fetch_add(1, Ordering::Relaxed);
-        self.lock().push((id, tsfn));
+        if id == 0 {
+            for event in self.backlog().take().into_iter().flatten() {
+                tsfn.call(event, ThreadsafeFunctionCallMode::NonBlocking);
+            }
+        }
+        list.push((id, tsfn));
         Ok(id)
     }
 
@@ -189,6 +205,13 @@ impl Subscribers {
         let event = CosidEvent::new(event);
         let mut gone = Vec::new();
         let mut list = self.lock();
+        if self.next.load(Ordering::Relaxed) == 0 {
+            let mut backlog = self.backlog();
+            let kept = backlog.get_or_insert_with(Vec::new);
+            if kept.len() < BACKLOG {
+                kept.push(event.clone());
+            }
+        }
         let mut i = 0;
         while i < list.len() {
             let cb = &list[i].1;

@@ -138,8 +138,8 @@ fn layout_arg(env: &Env, layout: Option<&Unknown>) -> Result<Layout, Thrown> {
 }
 
 /// Calls `callback` with every later event of the process-wide runtime (whether or not it has started yet),
-/// on this thread's event loop, without ever blocking the runtime or keeping the process alive. Returns a
-/// function that unsubscribes.
+/// on this thread's event loop, without ever blocking the runtime or keeping the process alive. The first
+/// callback also receives the events that came before it (the first 32). Returns a function that unsubscribes.
 #[napi(
     ts_args_type = "callback: (event: CosidEvent) => void",
     ts_return_type = "() => void"

@@ -115,7 +115,9 @@ impl Runtime {
     }
 
     /// Calls `callback` with every later event of this runtime, on this thread's event loop, never blocking the
-    /// runtime or keeping the process alive. Returns a function that unsubscribes.
+    /// runtime or keeping the process alive. The first callback also receives the events of the start
+    /// (`ACQUIRED`, a `STORE_UNSAFE` warning), which come before it can be added. Returns a function that
+    /// unsubscribes.
     #[napi(
         ts_args_type = "callback: (event: CosidEvent) => void",
         ts_return_type = "() => void"

@@ -23,7 +23,8 @@ function readCases() {
       if (!line || line.startsWith('#')) return
       const space = line.indexOf(' ')
       const [word, rest] = space < 0 ? [line, ''] : [line.slice(0, space), line.slice(space + 1)]
-      if (word === 'case') cases.push({ name: rest, set: [], steps: [] })
+      if (word === 'case') cases.push({ name: rest, set: [], steps: [], hidden: [] })
+      else if (word === 'hidden') cases[cases.length - 1].hidden.push(rest)
       else if (word === 'set') {
         const i = rest.indexOf(' ')
         cases[cases.length - 1].set.push([rest.slice(0, i), rest.slice(i + 1)])
@@ -35,12 +36,16 @@ function readCases() {
 
 const camel = (key) => key.replace(/_([a-z])/g, (_, c) => c.toUpperCase())
 
+// Every form of every error of the current case, as Node shows it, for `hidden`.
+const shown = []
+
 async function outcome(call) {
   try {
     await call()
     return 'OK'
   } catch (err) {
     if (typeof err.code !== 'string' || !/^[A-Z_]+$/.test(err.code)) throw err
+    shown.push(String(err), err.message, err.stack ?? '', require('node:util').inspect(err))
     return err.code
   }
 }
@@ -58,6 +63,7 @@ for (const c of cases) {
     const options = Object.fromEntries(c.set.map(([k, v]) => [camel(k), v.replaceAll('{dir}', dir)]))
     let rt = null
     const failures = []
+    shown.length = 0
     try {
       for (const [action, expect] of c.steps) {
         if (action === 'fork_next_id') {
@@ -79,6 +85,9 @@ for (const c of cases) {
       }
     } finally {
       if (rt) await rt.close()
+    }
+    for (const text of c.hidden) {
+      for (const s of shown) if (s.includes(text)) failures.push(`shows ${JSON.stringify(text)}: ${s}`)
     }
     assert.deepEqual(failures, [])
   })

@@ -327,6 +327,14 @@ fn _panic_for_test(py: Python<'_>) -> PyResult<()> {
 #[pymodule(gil_used = true)]
 fn _cosid(m: &Bound<'_, PyModule>) -> PyResult<()> {
     process::install_fork_handler();
+    // Every event of every runtime, process-wide or explicit, reaches the "cosid" logger at its level; but for
+    // renewals (DEBUG, every ttl/3 of every runtime): taking the GIL that often from every keeper thread made
+    // forked children hang (tests/test_fork_storm.py after tests/test_fork.py). `on_event` still sees them.
+    cosid::host::set_log(Some(std::sync::Arc::new(|e| {
+        if e.level() >= cosid::EventLevel::Info {
+            events::deliver(events::Target::Log, e)
+        }
+    })));
     // The process-wide callbacks (cosid.on_event) see every event of every runtime the global holder starts.
     process::global()
         .subscribe(std::sync::Arc::new(|e| {

@@ -27,10 +27,12 @@ def read_cases() -> List[Tuple[str, List[Tuple[str, str]], List[Tuple[str, str]]
             continue
         word, _, rest = line.partition(" ")
         if word == "case":
-            cases.append((rest, [], []))
+            cases.append((rest, [], [], []))
         elif word == "set":
             key, _, value = rest.partition(" ")
             cases[-1][1].append((key, value))
+        elif word == "hidden":
+            cases[-1][3].append(rest)
         elif word in ACTIONS:
             cases[-1][2].append((word, rest))
         else:
@@ -41,11 +43,16 @@ def read_cases() -> List[Tuple[str, List[Tuple[str, str]], List[Tuple[str, str]]
 CASES = read_cases() if TABLE.exists() else []
 
 
+# Every form of every error of the current case, as Python shows it (str and repr), for `hidden`.
+SHOWN: List[str] = []
+
+
 def outcome(call) -> str:
     try:
         call()
         return "OK"
     except cosid.CosidError as e:
+        SHOWN.extend([str(e), repr(e), str(e.args)])
         return e.code
 
 
@@ -80,8 +87,9 @@ def test_the_table_is_there() -> None:
 
 @pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
 def test_case(case) -> None:
-    name, settings, steps = case
+    name, settings, steps, hidden = case
     failures = []
+    SHOWN.clear()
     with tempfile.TemporaryDirectory(prefix="cosid-conformance-") as tmp:
         kwargs = {key: value.replace("{dir}", tmp) for key, value in settings}
         rt: Optional[cosid.Runtime] = None
@@ -107,5 +115,8 @@ def test_case(case) -> None:
             if got != expect:
                 failures.append(f"{action}: expected {expect}, got {got}")
         if rt is not None:
+            SHOWN.append(repr(rt))
             rt.shutdown()
+    for text in hidden:
+        failures.extend(f"shows {text!r}: {shown}" for shown in SHOWN if text in shown)
     assert not failures, f"{name}: " + "; ".join(failures)

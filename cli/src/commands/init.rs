@@ -14,6 +14,10 @@ pub fn run(config: &Config) -> Result<(), Failure> {
     let open = OpenStore::open(config)?;
     open.call(open.store.init())?;
     let seen = open.call(open.store.inspect(&ns))?;
+    // Best effort: a server that will not show its settings to this user is not a reason to fail the init.
+    for finding in open.call(open.store.durability()).unwrap_or_default() {
+        super::warn(&finding.into());
+    }
     let mut out = std::io::stdout().lock();
     let kind = open.store.kind();
     match (&open.url, file_existed) {

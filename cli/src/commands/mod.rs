@@ -106,6 +106,16 @@ pub fn start_runtime(settings: Settings) -> Result<(Holder, String), Failure> {
     }
 }
 
+/// Prints an event that needs a person (a `STORE_UNSAFE` finding) to stderr as a warning, in the words every
+/// binding logs it with.
+pub fn warn(event: &cosid::Event) {
+    let message = event.message();
+    eprintln!(
+        "warning: {}",
+        message.strip_prefix("cosid: ").unwrap_or(&message)
+    );
+}
+
 /// A store failure that says which store it was (the library's message names the kind, not the place).
 fn with_store(e: cosid::Error, shown: &str) -> Failure {
     let failure = Failure::from(e);

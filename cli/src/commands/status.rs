@@ -3,8 +3,9 @@
 use crate::failure::Failure;
 use crate::show::{diff, rfc3339, seconds};
 use cosid::host::Settings;
-use cosid::{State, Status};
+use cosid::{Event, State, Status};
 use std::io::Write;
+use std::sync::{Arc, Mutex};
 
 /// Options of `cosid status`.
 #[derive(Debug, clap::Args)]
@@ -25,11 +26,24 @@ fn state_name(state: State) -> &'static str {
 }
 
 /// Starts a runtime on the configuration, prints its status, then shuts it down (releasing the slot).
-pub fn run(args: &Args, settings: Settings) -> Result<(), Failure> {
+pub fn run(args: &Args, mut settings: Settings) -> Result<(), Failure> {
+    // `STORE_UNSAFE` comes at the start, which only listeners given with the settings see.
+    let found: Arc<Mutex<Vec<Event>>> = Arc::default();
+    let keep = found.clone();
+    settings.subscribe(Arc::new(move |e: &Event| {
+        if matches!(e, Event::StoreUnsafe { .. }) {
+            keep.lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(e.clone());
+        }
+    }));
     let (rt, shown) = super::start_runtime(settings)?;
     let layout = rt.layout()?;
     let status = rt.status()?;
     rt.shutdown()?;
+    for event in found.lock().unwrap_or_else(|e| e.into_inner()).iter() {
+        super::warn(event);
+    }
     let mut out = std::io::stdout().lock();
     if args.json {
         writeln!(out, "{}", json(&status, &shown))?;

@@ -5,7 +5,7 @@ use super::fork;
 use crate::lease::{
     AcquireRequest, Acquired, Namespace, NamespaceConfig, NamespaceRecord, SlotLease,
 };
-use crate::store::{Inspection, LeaseStore, StoreError};
+use crate::store::{Finding, Inspection, LeaseStore, StoreError};
 use std::sync::Arc;
 
 /// `inner`, with the fork gate held around each call.
@@ -30,6 +30,11 @@ impl LeaseStore for GatedStore {
     async fn init(&self) -> Result<(), StoreError> {
         let _pass = fork::enter();
         self.inner.init().await
+    }
+
+    async fn durability(&self) -> Result<Vec<Finding>, StoreError> {
+        let _pass = fork::enter();
+        self.inner.durability().await
     }
 
     async fn acquire(

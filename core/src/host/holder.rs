@@ -34,6 +34,18 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+/// The process-wide log listener (see [`set_log`]).
+static LOG: ArcSwapOption<Listener> = ArcSwapOption::const_empty();
+
+/// Sets (or, with `None`, removes) the one process-wide listener that sees every event of every runtime a
+/// [`Holder`] starts, from its very start, before the runtime's own listeners: how a binding bridges events to its
+/// language's logging at each event's [`level`](crate::Event::level). It runs on the runtime's thread (the first
+/// events on the starting thread) as any listener does; a call back into that holder from it fails with
+/// `REENTRANT`. Takes effect at the next event.
+pub fn set_log(listener: Option<Listener>) {
+    LOG.store(listener.map(Arc::new));
+}
+
 /// What the holder is doing.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum State {
@@ -349,7 +361,15 @@ impl Holder {
         self.slow.store(Some(Arc::new(next.clone())));
         settings.validate()?;
         let mut builder = Builder::with_config(settings.config());
-        for l in settings.listeners().iter().chain(&slow.listeners) {
+        let log: Listener = Arc::new(|e: &Event| {
+            if let Some(log) = LOG.load_full() {
+                log(e)
+            }
+        });
+        for l in std::iter::once(&log)
+            .chain(settings.listeners())
+            .chain(&slow.listeners)
+        {
             let wrapped = self.wrap(l.clone());
             builder = builder.subscribe(move |e| wrapped(e));
         }

@@ -9,6 +9,8 @@
 //!   a code with its message.
 //! - [`Holder`]: a runtime with one lifecycle (lazy start, configure before start, shutdown, fork, re-entry);
 //!   [`global`] is the process-wide one.
+//! - [`set_log`]: one process-wide listener that sees every event of every runtime a [`Holder`] starts: how a
+//!   binding bridges events to its language's logging (Python's `logging`, C's log callback).
 //! - [`fork`]: the fork generation and the gate that keeps store I/O out of `fork()`; a binding registers
 //!   [`fork::prepare`], [`fork::after_fork_in_parent`] and [`fork::after_fork_in_child`] with its fork hook.
 //!
@@ -33,6 +35,7 @@ mod settings;
 mod store_value;
 
 pub use code::{ErrorCode, HostError};
+pub use holder::set_log;
 pub use holder::Holder;
 pub use settings::{setting, Kind, Listener, OnFork, Setting, Settings, Value, SETTINGS};
 pub use store_value::{ForkRule, StoreValue};

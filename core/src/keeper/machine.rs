@@ -868,11 +868,8 @@ enum Ctx {
     Replace { outer: u64 },
 }
 
+/// The alarm: a `STORE_REGRESSION` event, which the shell logs at error (see [`Event::level`]).
 fn alarm(slot: u32, detail: String, out: &mut Vec<Action>) {
-    out.push(Action::Log(
-        Level::Error,
-        format!("cosid: the store lost writes on slot {slot} ({detail}); not issuing until the namespace is safe again"),
-    ));
     out.push(Action::Emit(Event::StoreRegression { slot, detail }));
 }
 

@@ -181,6 +181,13 @@ pub trait LeaseStore: Send + Sync + Debug {
         Ok(())
     }
 
+    /// The server settings that let this store lose or roll back a committed write, which the safety claim
+    /// rules out (see `docs/stores.md`). Empty when all is well, and for stores with no such settings. Settings
+    /// the server does not show to this user are skipped, not reported.
+    async fn durability(&self) -> Result<Vec<Finding>, StoreError> {
+        Ok(Vec::new())
+    }
+
     /// Checks (or records) the namespace settings, then chooses a slot and grants a lease, atomically.
     async fn acquire(
         &self,
@@ -211,6 +218,30 @@ pub trait LeaseStore: Send + Sync + Debug {
         config: &NamespaceConfig,
         not_before: u64,
     ) -> Result<NamespaceRecord, StoreError>;
+}
+
+/// A server setting that leaves the store unable to keep the safety claim: a committed lease may be lost in a
+/// crash, a failover or an eviction, and a slot handed out twice.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finding {
+    /// The store kind (`"redis"`, `"postgres"`, ...).
+    pub store: &'static str,
+    /// The setting's name as the server spells it (`appendfsync`).
+    pub setting: String,
+    /// Its value on the server (`everysec`).
+    pub value: String,
+    /// The value the safety claim needs (`always`).
+    pub expected: String,
+}
+
+impl std::fmt::Display for Finding {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "the {} server has {} = {}; the lease safety claim needs {} = {} (see docs/stores.md)",
+            self.store, self.setting, self.value, self.setting, self.expected
+        )
+    }
 }
 
 /// A namespace as a store holds it.

@@ -11,7 +11,7 @@
 //! A deadlock or lock-wait timeout rolls the whole transaction back; it is retried a few times, then reported as
 //! [`StoreError::Unavailable`].
 
-use super::{BoxError, Inspection, LeaseStore, StoreError};
+use super::{BoxError, Finding, Inspection, LeaseStore, StoreError};
 use crate::lease::{
     layout_text, protocol, AcquireRequest, Acquired, Namespace, NamespaceConfig, NamespaceRecord,
     Owner, SlotLease, SlotRecord,
@@ -645,6 +645,42 @@ impl LeaseStore for MysqlStore {
         self.bounded(async {
             let mut conn = self.pool.get_conn().await.map_err(db)?;
             create_schema(&mut conn).await
+        })
+        .await
+    }
+
+    /// `innodb_flush_log_at_trx_commit` other than 1 loses the last second of commits in a crash; with the
+    /// binary log on, `sync_binlog` other than 1 lets a replica promoted after a crash miss them. Without the
+    /// binary log, `sync_binlog` changes nothing and is not reported.
+    async fn durability(&self) -> Result<Vec<Finding>, StoreError> {
+        self.bounded(async {
+            let mut conn = self.pool.get_conn().await.map_err(db)?;
+            let row: Option<(String, String, String)> = conn
+                .query_first(
+                    "SELECT CAST(@@innodb_flush_log_at_trx_commit AS CHAR), CAST(@@sync_binlog AS CHAR), \
+                     CAST(@@log_bin AS CHAR)",
+                )
+                .await
+                .map_err(db)?;
+            let Some((flush, sync_binlog, log_bin)) = row else {
+                return Ok(Vec::new());
+            };
+            let mut findings = Vec::new();
+            let mut check = |setting: &str, value: String| {
+                if value != "1" {
+                    findings.push(Finding {
+                        store: KIND,
+                        setting: setting.to_string(),
+                        value,
+                        expected: "1".to_string(),
+                    });
+                }
+            };
+            check("innodb_flush_log_at_trx_commit", flush);
+            if log_bin == "1" {
+                check("sync_binlog", sync_binlog);
+            }
+            Ok(findings)
         })
         .await
     }

@@ -10,7 +10,7 @@
 //! synchronous replicas for a failover (see `docs/stores.md`). TLS is not built in: connect over a trusted network
 //! or a local socket, or through a TLS-terminating proxy.
 
-use super::{BoxError, Inspection, LeaseStore, StoreError};
+use super::{BoxError, Finding, Inspection, LeaseStore, StoreError};
 use crate::lease::{
     layout_text, protocol, AcquireRequest, Acquired, Namespace, NamespaceConfig, NamespaceRecord,
     Owner, SlotLease, SlotRecord,
@@ -287,8 +287,8 @@ impl PostgresStore {
                     tx.commit().await.map_err(|e| self.db_error(&e))?;
                 }
                 drop(client);
-                for warning in self.settings_warnings().await? {
-                    tracing::warn!(store = %self.target, "cosid: {warning}");
+                for finding in self.findings().await? {
+                    tracing::debug!(store = %self.target, "cosid: {finding}");
                 }
                 Ok(())
             })
@@ -299,6 +299,14 @@ impl PostgresStore {
     /// What the server's settings leave of the safety claim: one line per setting that lets a committed lease be
     /// lost in a crash (`synchronous_commit = off`, `fsync = off`).
     pub async fn settings_warnings(&self) -> Result<Vec<String>, StoreError> {
+        let findings = self.findings().await?;
+        Ok(findings.iter().map(ToString::to_string).collect())
+    }
+
+    /// The settings as a pooled session sees them: a role or database setting (`ALTER ROLE ... SET`) or an
+    /// `options=-c ...` in the URL applies to every session of the pool, so what one session shows is what the
+    /// leases get.
+    async fn findings(&self) -> Result<Vec<Finding>, StoreError> {
         let client = self.client().await?;
         let row = client
             .query_one(
@@ -307,16 +315,20 @@ impl PostgresStore {
             )
             .await
             .map_err(|e| self.db_error(&e))?;
-        let mut warnings = Vec::new();
+        let mut findings = Vec::new();
         for (i, name) in ["synchronous_commit", "fsync"].into_iter().enumerate() {
             let value: String = row.try_get(i).map_err(|e| self.db_error(&e))?;
+            // `local` and `remote_write` still flush the local WAL before the commit returns; only `off` does not.
             if value == "off" {
-                warnings.push(format!(
-                    "PostgreSQL has {name} = off; the lease safety claim needs it on (see docs/stores.md)"
-                ));
+                findings.push(Finding {
+                    store: KIND,
+                    setting: name.to_string(),
+                    value,
+                    expected: "on".to_string(),
+                });
             }
         }
-        Ok(warnings)
+        Ok(findings)
     }
 
     /// Runs `f` in one transaction on a pooled connection and commits if it returns `Ok`. A connection that does
@@ -585,6 +597,10 @@ async fn read_held(
 impl LeaseStore for PostgresStore {
     fn kind(&self) -> &'static str {
         KIND
+    }
+
+    async fn durability(&self) -> Result<Vec<Finding>, StoreError> {
+        self.findings().await
     }
 
     /// Creates `cosid_namespace` and `cosid_slot` if they do not exist.

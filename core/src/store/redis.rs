@@ -7,10 +7,10 @@
 //! it on one shard; keys reach the scripts only through `KEYS`, and no key ever gets a TTL.
 //!
 //! Safety needs a server that neither loses nor rolls back a write: `appendonly yes`, `appendfsync always`,
-//! `maxmemory-policy noeviction` (see `docs/stores.md`). The store checks these with `CONFIG GET` on its first
-//! connection and logs a warning for each one that differs.
+//! `maxmemory-policy noeviction` (see `docs/stores.md`). [`LeaseStore::durability`] checks these with `CONFIG GET`;
+//! a runtime reports each one that differs as a `STORE_UNSAFE` event at start.
 
-use super::{BoxError, Inspection, LeaseStore, StoreError};
+use super::{BoxError, Finding, Inspection, LeaseStore, StoreError};
 use crate::id::Layout;
 use crate::lease::{
     layout_text, AcquireRequest, Acquired, Namespace, NamespaceConfig, NamespaceRecord, Owner,
@@ -212,8 +212,8 @@ impl RedisStore {
                 .map_err(|e| self.error(e))?;
         }
         if !self.settings_checked.swap(true, Ordering::Relaxed) {
-            for warning in self.settings_problems(&mut conn).await {
-                tracing::warn!(store = %self.target, "cosid: {warning}");
+            for finding in self.settings_problems(&mut conn).await {
+                tracing::debug!(store = %self.target, "cosid: {finding}");
             }
         }
         *slot = Some(conn.clone());
@@ -234,11 +234,11 @@ impl RedisStore {
     /// What the server's settings leave of the safety claim: one line per setting that differs from what
     /// `docs/stores.md` asks for. Settings the server does not show (`CONFIG` not permitted) are skipped.
     pub async fn settings_warnings(&self) -> Result<Vec<String>, StoreError> {
-        let mut conn = self.connection().await?;
-        Ok(self.settings_problems(&mut conn).await)
+        let findings = self.durability().await?;
+        Ok(findings.iter().map(ToString::to_string).collect())
     }
 
-    async fn settings_problems(&self, conn: &mut MultiplexedConnection) -> Vec<String> {
+    async fn settings_problems(&self, conn: &mut MultiplexedConnection) -> Vec<Finding> {
         let mut problems = Vec::new();
         for (name, wanted) in REQUIRED_SETTINGS {
             let reply: Result<std::collections::HashMap<String, String>, _> =
@@ -250,9 +250,12 @@ impl RedisStore {
             match reply {
                 Ok(values) => match values.get(name) {
                     Some(v) if v.eq_ignore_ascii_case(wanted) => {}
-                    Some(v) => problems.push(format!(
-                        "Redis has {name} = {v}; the lease safety claim needs {name} {wanted} (see docs/stores.md)"
-                    )),
+                    Some(v) => problems.push(Finding {
+                        store: KIND,
+                        setting: name.to_string(),
+                        value: v.clone(),
+                        expected: wanted.to_string(),
+                    }),
                     None => {}
                 },
                 Err(e) => {
@@ -498,6 +501,11 @@ fn array(v: &Value) -> Option<&[Value]> {
 impl LeaseStore for RedisStore {
     fn kind(&self) -> &'static str {
         KIND
+    }
+
+    async fn durability(&self) -> Result<Vec<Finding>, StoreError> {
+        let mut conn = self.connection().await?;
+        Ok(self.settings_problems(&mut conn).await)
     }
 
     /// Connects and loads the scripts; Redis needs no schema.

@@ -143,9 +143,9 @@ pub fn scrub(text: &str, url: &str) -> String {
 
 /// Where the user-info ends (its `@`) and where its password lies, if it has one.
 fn password_span(url: &str) -> Option<(usize, std::ops::Range<usize>)> {
-    let start = match url.find("://") {
-        Some(i) => i + 3,
-        None => url.find(':')? + 1,
+    let (start, typo) = match url.find("://") {
+        Some(i) => (i + 3, false),
+        None => (url.find(':')? + 1, true),
     };
     let rest = &url[start..];
     let authority = rest.find(['/', '?', '#']).map_or(rest, |i| &rest[..i]);
@@ -157,8 +157,13 @@ fn password_span(url: &str) -> Option<(usize, std::ops::Range<usize>)> {
         // worst a URL with an `@` in its query and a port is shown with too much hidden.
         None => rest.rfind('@')?,
     };
-    let colon = rest[..at].find(':')?;
-    Some((start + at, start + colon + 1..start + at))
+    match rest[..at].find(':') {
+        Some(colon) => Some((start + at, start + colon + 1..start + at)),
+        // No `://` and no `:` left before the `@`: a typo in the scheme (`rediss//app:s3cret@host`) took the
+        // user-info's `:` for the scheme's. Everything after it up to the `@` may be the password.
+        None if typo => Some((start + at, start..start + at)),
+        None => None,
+    }
 }
 
 /// Whether a query parameter's name suggests its value is a secret.
@@ -399,6 +404,8 @@ mod tests {
         ("redis://app:12?ter2pw@db:1/0", &["12?ter2pw", "ter2pw"]),
         ("rdis://app:Hunter2pw@127.0.0.1:1/0", &["Hunter2pw"]),
         ("redis:/app:Hunter2pw@127.0.0.1:1/0", &["Hunter2pw"]),
+        // The scheme's `:` forgotten: the user-info's is taken for it.
+        ("rediss//app:Hunter2pw@127.0.0.1:1/0", &["Hunter2pw"]),
         (
             "etcd://root:Hun@ter2pw@127.0.0.1:2379",
             &["Hun@ter2pw", "ter2pw"],

@@ -18,7 +18,13 @@ class Event:
 
     ``name`` is a stable upper-case name, the same in every binding: ``"ACQUIRED"``, ``"RENEWED"``,
     ``"RENEW_FAILED"``, ``"SLOT_LOST"``, ``"RELEASED"``, ``"DUPLICATE_OWNER_KEY"``, ``"CLOCK_SKEW"``,
-    ``"STORE_REGRESSION"``. ``fields`` holds its details (``slot``, ``fence``, ``ceiling_ms``, ``error``, ...).
+    ``"STORE_REGRESSION"``, ``"STORE_UNSAFE"``. ``fields`` holds its details (``slot``, ``fence``, ``ceiling_ms``,
+    ``error``, ``setting``, ...).
+
+    Every event of every runtime is also logged to the ``"cosid"`` logger of :mod:`logging`: ``SLOT_LOST`` and
+    ``STORE_REGRESSION`` at ERROR, ``RENEW_FAILED``, ``CLOCK_SKEW`` and ``STORE_UNSAFE`` at WARNING, the lease's
+    steps at INFO (renewals, DEBUG, are left to callbacks). The record carries ``cosid_event`` (the name) and
+    ``cosid_fields``.
     """
 
     name: str
@@ -68,6 +74,15 @@ def _call(callback: Callable[[Event], Any], event: Event) -> None:
         callback(event)
     except BaseException:  # noqa: BLE001 - a callback must never take the runtime's thread down
         log.exception("cosid: event callback %r failed on %s", callback, event)
+
+
+_LEVELS = {"ERROR": logging.ERROR, "WARN": logging.WARNING, "INFO": logging.INFO, "DEBUG": logging.DEBUG}
+
+
+def _log(level: str, name: str, message: str, fields: dict) -> None:
+    levelno = _LEVELS.get(level, logging.WARNING)
+    if log.isEnabledFor(levelno):
+        log.log(levelno, "%s", message, extra={"cosid_event": name, "cosid_fields": dict(fields)})
 
 
 def _deliver(callback: Callable[[Event], Any], name: str, fields: dict) -> None:
