@@ -135,6 +135,7 @@ fn main() {
     );
 
     // Idle: once ids stop, the clock's ticker parks (no wake-ups) within about IDLE_TICKS ticks.
+    rt.next_id().unwrap();
     let idle_from = Instant::now();
     let parked = loop {
         if ticker_state() == TickerState::Parked {
