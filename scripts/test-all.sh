@@ -45,10 +45,13 @@ eval "$(bash .ci/services/zookeeper.sh)"
 
 step "rust: format and lints"
 cargo fmt --all -- --check
-cargo clippy -p cosid -p cosid-cli --all-targets --all-features -- -D warnings
+cargo clippy -p cosid -p cosid-cli -p cosid-bench --all-targets --all-features -- -D warnings
 
 step "rust: core and cli tests, every store against its real server"
 cargo test -p cosid -p cosid-cli --all-features
+
+step "rust: benchmark smoke (figures only: cosid-bench --quick)"
+cargo run -q --release -p cosid-bench -- --quick
 
 step "C ABI: libcosid, header, C tests (plain, sanitizers, valgrind), install and example"
 COSID_C_NO_BENCH=1 bash .ci/c.sh

@@ -58,6 +58,8 @@ pub struct Window {
 pub struct Generator {
     layout: Layout,
     clock: Arc<dyn Clock>,
+    /// The clock is [`SystemClock`](crate::clock::SystemClock): read its cache inline on the fast path.
+    system_clock: bool,
     waits: Waits,
     epoch_ms: u64,
     tick_ms: u64,
@@ -99,6 +101,7 @@ impl Generator {
             seq_max: layout.max_sequence(),
             tick_cap: layout.max_tick() + 1,
             layout,
+            system_clock: clock.is_system(),
             clock,
             waits,
             word: AtomicU64::new(CLOSED),
@@ -131,7 +134,7 @@ impl Generator {
     pub fn try_next_id(&self) -> Option<Id> {
         let w = self.word.load(Ordering::Acquire);
         if w & CLOSED == 0 {
-            let now_tick = self.tick_of(self.clock.now_ms());
+            let now_tick = self.tick_of(self.cached_now());
             let last_tick = w >> self.tick_shift;
             let (tick, next) = if now_tick > last_tick {
                 (
@@ -180,7 +183,7 @@ impl Generator {
         if w & CLOSED != 0 {
             return None;
         }
-        let now_tick = self.tick_of(self.clock.now_ms());
+        let now_tick = self.tick_of(self.cached_now());
         let last_tick = w >> self.tick_shift;
         let first = if now_tick > last_tick {
             (now_tick << self.tick_shift) | (w & self.slot_mask())
@@ -376,6 +379,17 @@ impl Generator {
             _ => Error::SlotLost {
                 slot: (((w & !CLOSED) >> self.slot_shift) & self.layout.max_slot()) as u32,
             },
+        }
+    }
+
+    /// The fast path's time: the clock's cached reading, which may lag real time but never leads it. The slow
+    /// path reads the clock itself.
+    #[inline(always)]
+    fn cached_now(&self) -> u64 {
+        if self.system_clock {
+            crate::clock::system_cached_ms()
+        } else {
+            self.clock.cached_ms()
         }
     }
 

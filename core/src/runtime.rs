@@ -162,6 +162,7 @@ impl Runtime {
     /// (neither exists in the child), so no id is ever issued on the parent's lease. The parent keeps its lease.
     pub fn abandon_after_fork(self) {
         self.shared.generator.seal_forked();
+        crate::clock::after_fork_in_child();
         // The keeper thread is the parent's; joining it here would wait forever.
         if let Some(k) = self.keeper.lock().unwrap_or_else(|e| e.into_inner()).take() {
             std::mem::forget(k);
@@ -347,6 +348,8 @@ impl Builder {
     fn build_here(self) -> Result<Runtime, Error> {
         let config = self.config;
         config.validate()?;
+        // A runtime started in a forked child must not read the parent's frozen cached time.
+        crate::clock::check_fork();
         let namespace = Namespace::new(config.namespace.clone())?;
         let tokio = tokio::runtime::Builder::new_current_thread()
             .enable_all()

@@ -88,6 +88,10 @@ fn print_totals(seeds: u64, t: &Stats) {
          window)",
         t.new_window_earlier
     );
+    eprintln!(
+        "  {} calls ran with a cached clock that lagged (or, after a jump, led) the holder's wall clock",
+        t.lagging_cache_calls
+    );
 }
 
 #[test]

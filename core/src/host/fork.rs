@@ -72,6 +72,7 @@ pub fn after_fork_in_child() {
     GENERATION.fetch_add(1, Ordering::AcqRel);
     GATE.store(0, Ordering::Release);
     INSIDE.with(|i| i.set(0));
+    crate::clock::after_fork_in_child();
 }
 
 /// A store call in flight: holds the gate shared until dropped.

@@ -29,6 +29,9 @@ pub struct Trap {
 #[derive(Debug, Default)]
 pub struct SimClock {
     now: AtomicU64,
+    /// The cached reading the generator's fast path sees (a ticker thread's, in a real process); 0: stale, so
+    /// the fast path reads `now`. The simulation refreshes it, leaves it lagging, or marks it stale.
+    cached: AtomicU64,
     slept: AtomicU64,
     trap: Mutex<Option<Trap>>,
 }
@@ -36,6 +39,15 @@ pub struct SimClock {
 impl SimClock {
     pub fn set(&self, now_ms: u64) {
         self.now.store(now_ms, Ordering::SeqCst);
+    }
+
+    /// Sets the cached reading (0: stale).
+    pub fn set_cached(&self, ms: u64) {
+        self.cached.store(ms, Ordering::SeqCst);
+    }
+
+    pub fn cached(&self) -> u64 {
+        self.cached.load(Ordering::SeqCst)
     }
 
     /// Milliseconds the generator waited since the last call, which the simulation adds to global time.
@@ -55,6 +67,26 @@ impl SimClock {
 impl Clock for SimClock {
     fn now_ms(&self) -> u64 {
         let read = self.now.load(Ordering::SeqCst);
+        self.after_read(read)
+    }
+
+    fn cached_ms(&self) -> u64 {
+        match self.cached.load(Ordering::SeqCst) {
+            0 => self.now_ms(),
+            read => self.after_read(read),
+        }
+    }
+
+    fn sleep(&self, d: Duration) {
+        let ms = (d.as_millis() as u64).max(1);
+        self.now.fetch_add(ms, Ordering::SeqCst);
+        self.slept.fetch_add(ms, Ordering::SeqCst);
+    }
+}
+
+impl SimClock {
+    /// A clock read (cached or not) that may spring the trap: the thread freezes holding `read`.
+    fn after_read(&self, read: u64) -> u64 {
         let sprung = {
             let mut trap = self.trap.lock().unwrap();
             match trap.as_mut() {
@@ -72,11 +104,5 @@ impl Clock for SimClock {
             trap.resume.recv().unwrap();
         }
         read
-    }
-
-    fn sleep(&self, d: Duration) {
-        let ms = (d.as_millis() as u64).max(1);
-        self.now.fetch_add(ms, Ordering::SeqCst);
-        self.slept.fetch_add(ms, Ordering::SeqCst);
     }
 }

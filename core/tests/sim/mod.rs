@@ -112,6 +112,8 @@ pub struct Stats {
     pub zombie_mid_call_ids: u64,
     /// Ids below an earlier id of the same process, issued in a later window (another slot or lease).
     pub new_window_earlier: u64,
+    /// Calls made with a cached clock that differed from the holder's wall clock (lagging, or ahead after a jump).
+    pub lagging_cache_calls: u64,
 }
 
 impl Stats {
@@ -138,6 +140,7 @@ impl Stats {
             late_messages,
             stale_replies,
             zombies,
+            lagging_cache_calls,
             zombie_calls,
             zombie_ids,
             zombie_mid_call,
@@ -297,6 +300,8 @@ struct World {
     seed: u64,
     p: Params,
     rng: StdRng,
+    /// Drives the holders' cached clocks: a stream of its own, so the rest of a seed's run is what it was.
+    cache_rng: StdRng,
     now: u64,
     store: SimStore,
     net: Vec<Msg>,
@@ -342,6 +347,7 @@ pub fn run(seed: u64, setup: Setup) -> Outcome {
         seed,
         p,
         rng,
+        cache_rng: StdRng::seed_from_u64(seed ^ 0xC0C0_CAC4_E000_0001),
         now: START,
         store: SimStore::new(setup.variant, namespace, config, p.ttl),
         net: Vec::new(),
@@ -893,6 +899,7 @@ impl World {
             let incarnation = process.owner.incarnation;
             let generator = process.generator.clone();
             holder.clock.set(holder.wall(self.now));
+            self.move_cache(h);
             let zombie = self.zombie_call(h);
             let roll: f64 = self.rng.random();
             let results: Vec<Result<Id, Error>> = if roll < 0.7 {
@@ -974,6 +981,7 @@ impl World {
         let clock = holder.clock.clone();
         let lease = process.bound.clone();
         clock.set(holder.wall(self.now));
+        self.move_cache(h);
         let zombie = self.zombie_call(h);
 
         let (events, from_call) = mpsc::channel();
@@ -1100,6 +1108,23 @@ impl World {
         }
         self.stats.pauses += 1;
         self.log(|| format!("holder {h}: paused for {d} ms (whole process: {whole_process})"));
+    }
+
+    /// Before a call: the holder's cached clock is refreshed (a ticker that keeps up), left as it was (a ticker
+    /// that lags or stopped: across clock jumps, pauses and lease changes), or marked stale (a parked ticker).
+    fn move_cache(&mut self, h: usize) {
+        let clock = &self.holders[h].clock;
+        let wall = self.holders[h].wall(self.now);
+        let roll: f64 = self.cache_rng.random();
+        if roll < 0.5 {
+            clock.set_cached(wall);
+        } else if roll < 0.8 {
+            if clock.cached() != 0 && clock.cached() != wall {
+                self.stats.lagging_cache_calls += 1;
+            }
+        } else {
+            clock.set_cached(0);
+        }
     }
 
     /// A step of the holder's wall clock: milliseconds, seconds or hours, either way.

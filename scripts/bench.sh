@@ -1,0 +1,48 @@
+#!/bin/sh
+# Every issuing figure of docs/performance.md in one run, beside the peers: Rust (cosid, ferroid, UUIDv7, ids/s
+# against k, the clock's idle cost and the machine: bench/), C (tests/c/bench.sh), Python (bindings/python/bench.py)
+# and Node (bindings/node/bench.mjs). Prints figures; asserts nothing. Not run in CI except `--quick`.
+#
+#   scripts/bench.sh            # a few minutes, plus the release builds
+#   scripts/bench.sh --quick    # a smoke run
+#
+# Python runs if `$PYTHON -c 'import cosid'` works (pip install ./bindings/python, peers: uuid-utils snowflake-id);
+# Node runs if the addon is built (cd bindings/node && npm ci && npm run build). Otherwise each says how.
+set -eu
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+quick=""
+seconds=2
+if [ "${1:-}" = "--quick" ]; then
+    quick="--quick"
+    seconds=0.5
+fi
+python="${PYTHON:-python3}"
+
+echo "== Rust"
+cargo build -q --release -p cosid-bench
+"$root/target/release/cosid-bench" $quick
+
+echo
+echo "== C (and the Rust call measured the same way)"
+if command -v cc >/dev/null 2>&1 && command -v make >/dev/null 2>&1; then
+    sh "$root/tests/c/bench.sh" "$seconds"
+else
+    echo "(no C compiler or make: skipped)"
+fi
+
+echo
+echo "== Python"
+if "$python" -c 'import cosid' >/dev/null 2>&1; then
+    (cd "$root/bindings/python" && "$python" bench.py $quick)
+else
+    echo "(cosid is not installed for $python: pip install './bindings/python[bench]', or set PYTHON)"
+fi
+
+echo
+echo "== Node"
+if command -v node >/dev/null 2>&1 && ls "$root"/bindings/node/cosid*.node >/dev/null 2>&1; then
+    (cd "$root/bindings/node" && node bench.mjs $quick)
+else
+    echo "(the Node addon is not built: cd bindings/node && npm ci && npm run build)"
+fi
