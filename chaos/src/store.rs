@@ -21,6 +21,8 @@ pub enum Store {
     Sqlite,
     /// A private PostgreSQL server (`initdb` by the harness).
     Postgres,
+    /// A private 3-member etcd cluster (127.0.0.2 to 127.0.0.4).
+    Etcd,
 }
 
 /// Redis' faults: every worker fault, and every server fault.
@@ -50,6 +52,20 @@ const POSTGRES_KINDS: [Kind; 7] = [
     Kind::TerminateBackends,
 ];
 
+/// etcd's faults: every worker fault (the store's time is each worker's own clock, so a shifted clock is exactly
+/// the fault of a host whose clock is off), and the cluster's: its leader crashed or hung, a member cut off, every
+/// client connection cut.
+const ETCD_KINDS: [Kind; 8] = [
+    Kind::Pause,
+    Kind::Kill,
+    Kind::ClockAhead,
+    Kind::ClockBehind,
+    Kind::EtcdLeaderKill,
+    Kind::EtcdLeaderPause,
+    Kind::EtcdPartition,
+    Kind::EtcdDropConnections,
+];
+
 impl Store {
     /// The name in logs, `run.txt` and on the command line.
     pub fn name(self) -> &'static str {
@@ -57,6 +73,7 @@ impl Store {
             Store::Redis => "redis",
             Store::Sqlite => "sqlite",
             Store::Postgres => "postgres",
+            Store::Etcd => "etcd",
         }
     }
 
@@ -66,6 +83,7 @@ impl Store {
             None | Some("redis") => Some(Store::Redis),
             Some("sqlite") => Some(Store::Sqlite),
             Some("postgres") => Some(Store::Postgres),
+            Some("etcd") => Some(Store::Etcd),
             Some(_) => None,
         }
     }
@@ -76,6 +94,7 @@ impl Store {
             Store::Redis => &REDIS_KINDS,
             Store::Sqlite => &SQLITE_KINDS,
             Store::Postgres => &POSTGRES_KINDS,
+            Store::Etcd => &ETCD_KINDS,
         }
     }
 

@@ -3,6 +3,7 @@
 use super::{signal, Heal, Run};
 use crate::logs::{wall_ms, Line};
 use crate::nemesis::{Fault, Kind};
+use crate::etcd_server::EtcdCluster;
 use crate::postgres_server::PostgresServer;
 use crate::redis_server::{RedisServer, Stop};
 use nix::sys::signal::Signal;
@@ -122,6 +123,56 @@ impl Run<'_> {
                         line = line.clone().field("dropped", n);
                     })
             }
+            Kind::EtcdLeaderKill => {
+                line = line.field("downtime", f.duration.as_millis());
+                self.etcd().and_then(|c| {
+                    let m = c.leader()?;
+                    c.stop_member(m, Stop::Kill)?;
+                    Ok(m)
+                })
+                .map(|m| {
+                    line = line.clone().field("member", m);
+                    self.heals
+                        .push((Instant::now() + f.duration, Heal::EtcdStart { member: m }));
+                })
+            }
+            Kind::EtcdLeaderPause => {
+                line = line.field("duration", f.duration.as_millis());
+                self.etcd().and_then(|c| {
+                    let m = c.leader()?;
+                    c.pause(m, true)?;
+                    Ok(m)
+                })
+                .map(|m| {
+                    line = line.clone().field("member", m);
+                    self.heals
+                        .push((Instant::now() + f.duration, Heal::EtcdCont { member: m }));
+                })
+            }
+            Kind::EtcdPartition => {
+                line = line.field("duration", f.duration.as_millis());
+                // Any member, the leader as often as the others.
+                let m = self.nemesis.range_ms(0..=2).as_millis() as usize;
+                self.etcd().and_then(|c| {
+                    // The leader, when the roll says 0 and it can be found; else the member rolled.
+                    let m = if m == 0 { c.leader().unwrap_or(m) } else { m };
+                    c.partition(m, true)?;
+                    Ok(m)
+                })
+                .map(|m| {
+                    line = line.clone().field("member", m);
+                    self.heals.push((
+                        Instant::now() + f.duration,
+                        Heal::EtcdUnpartition { member: m },
+                    ));
+                })
+            }
+            Kind::EtcdDropConnections => self
+                .etcd()
+                .and_then(|c| c.kill_client_connections())
+                .map(|n| {
+                    line = line.clone().field("dropped", n);
+                }),
             Kind::FileReplace => match &self.sqlite {
                 Some(file) => file.replace(),
                 None => Err(io::Error::other("file-replace needs an SQLite run")),
@@ -142,6 +193,13 @@ impl Run<'_> {
         self.redis
             .as_mut()
             .ok_or_else(|| io::Error::other("a Redis fault in a run on another store"))
+    }
+
+    /// The etcd cluster, for an etcd fault.
+    pub(super) fn etcd(&mut self) -> io::Result<&mut EtcdCluster> {
+        self.etcd
+            .as_mut()
+            .ok_or_else(|| io::Error::other("an etcd fault in a run on another store"))
     }
 
     /// The PostgreSQL server, for a PostgreSQL fault.
@@ -251,6 +309,34 @@ impl Run<'_> {
                 }
                 (Line::new(now, "HEAL").field("kind", "postgres-start"), r)
             }
+            Heal::EtcdStart { member } => {
+                let r = self.etcd().and_then(|c| c.start_member(member));
+                if r.is_err() {
+                    // Never leave a member down for the rest of the run: try again shortly.
+                    self.heals.push((
+                        Instant::now() + Duration::from_secs(1),
+                        Heal::EtcdStart { member },
+                    ));
+                }
+                (
+                    Line::new(now, "HEAL")
+                        .field("kind", "etcd-start")
+                        .field("member", member),
+                    r,
+                )
+            }
+            Heal::EtcdCont { member } => (
+                Line::new(now, "HEAL")
+                    .field("kind", "etcd-sigcont")
+                    .field("member", member),
+                self.etcd().and_then(|c| c.pause(member, false)),
+            ),
+            Heal::EtcdUnpartition { member } => (
+                Line::new(now, "HEAL")
+                    .field("kind", "etcd-unpartition")
+                    .field("member", member),
+                self.etcd().and_then(|c| c.partition(member, false)),
+            ),
             Heal::PostgresCont => (
                 Line::new(now, "HEAL").field("kind", "postgres-sigcont"),
                 self.postgres().and_then(|p| p.pause(false)),
