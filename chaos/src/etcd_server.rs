@@ -2,10 +2,11 @@
 //! 127.0.0.2, 127.0.0.3 and 127.0.0.4 (free ports, data folders in the run folder), each the harness's child in a
 //! process group of its own. Nothing here touches an etcd on 127.0.0.1.
 //!
-//! A partition drops a member's loopback traffic with an nftables table of the harness's own (`nft`, as root):
-//! every packet to or from the member's address, and every packet the member itself sends (its connections to the
-//! other members leave from 127.0.0.1, so they are matched by the member's user id: as root, each member runs under
-//! a uid of its own). Without `nft` or root, a partition is emulated by `SIGSTOP` of the member, and the run says so.
+//! A partition drops a member's loopback traffic with nftables tables of the harness's own (`nft`, as root): every
+//! packet to or from the member's address, and every packet of the connections the member opened itself (they
+//! leave from 127.0.0.1, so they are told apart by the member's user id: as root, each member runs under a uid of
+//! its own, and a table kept for the whole run marks each connection with the uid that opened it). Without `nft` or
+//! root, a partition is emulated by `SIGSTOP` of the member, and the run says so.
 
 use crate::redis_server::Stop;
 use etcd_client::{Client, ConnectOptions};
@@ -132,6 +133,17 @@ impl EtcdCluster {
                 paused: false,
                 partitioned: false,
             });
+        }
+        if let PartitionMethod::Nft(table) = &method {
+            // Every connection a member opens carries its uid as conntrack mark, both ways, from the start.
+            let rules: String = members
+                .iter()
+                .filter_map(|m| m.uid)
+                .map(|u| format!("    ct state new meta skuid {u} ct mark set {u}\n"))
+                .collect();
+            nft(&format!(
+                "table inet {table}_mark {{\n  chain out {{\n    type filter hook output priority -10; policy accept;\n{rules}  }}\n}}\n"
+            ))?;
         }
         Ok(Self {
             dir: dir.to_owned(),
@@ -334,7 +346,7 @@ impl EtcdCluster {
                     let m = &self.members[i];
                     let uid = m.uid.expect("members run under their own uid with nft");
                     nft(&format!(
-                        "table inet {table} {{\n  chain out {{\n    type filter hook output priority 0; policy accept;\n    ip saddr {ip} drop\n    ip daddr {ip} drop\n    meta skuid {uid} drop\n  }}\n}}\n",
+                        "table inet {table} {{\n  chain out {{\n    type filter hook output priority 0; policy accept;\n    ip saddr {ip} drop\n    ip daddr {ip} drop\n    ct mark {uid} drop\n    meta skuid {uid} drop\n  }}\n}}\n",
                         ip = m.ip
                     ))?;
                 } else {
@@ -483,6 +495,7 @@ impl Drop for EtcdCluster {
             if self.members.iter().any(|m| m.partitioned) {
                 let _ = nft(&format!("delete table inet {table}\n"));
             }
+            let _ = nft(&format!("delete table inet {table}_mark\n"));
         }
         self.stop(Stop::Kill);
     }
