@@ -217,9 +217,7 @@ impl Nemesis {
             Kind::DropConnections
             | Kind::FileReplace
             | Kind::TerminateBackends
-            | Kind::EtcdDropConnections => {
-                (Duration::ZERO, 0)
-            }
+            | Kind::EtcdDropConnections => (Duration::ZERO, 0),
             // How long the server stays down between the crash and the start.
             Kind::PostgresKill => (self.range_ms(0..=1_500), 0),
             // As long as a client pause: a server that hangs past a lease.

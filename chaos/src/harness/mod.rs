@@ -158,8 +158,7 @@ pub fn run(s: &Settings) -> io::Result<PathBuf> {
             postgres.insert(server).url()
         }
         Store::Etcd => {
-            let mut cluster =
-                EtcdCluster::new(&s.dir.join("etcd"), &format!("chaos-{}", s.seed))?;
+            let mut cluster = EtcdCluster::new(&s.dir.join("etcd"), &format!("chaos-{}", s.seed))?;
             cluster.start()?;
             info.set(
                 "partition",
@@ -219,7 +218,14 @@ pub fn run(s: &Settings) -> io::Result<PathBuf> {
         let _ = pg.stop(Stop::Term);
     }
     if let Some(cluster) = run.etcd.as_mut() {
+        cluster.heal_partition();
         cluster.stop(Stop::Term);
+        // The checker reads the workers' and the nemesis' logs only: the data folders and the negative control's
+        // copy of them (hundreds of MB) go.
+        if let Err(e) = cluster.discard_data() {
+            eprintln!("cosid-chaos: cannot remove the etcd data folders: {e}");
+        }
+        let _ = std::fs::remove_dir_all(s.dir.join("snapshot"));
     }
     info.set("measure_to", measure_to);
     info.set("interrupted", interrupted());
