@@ -431,21 +431,25 @@ impl EtcdCluster {
             fs::remove_dir_all(to)?;
         }
         fs::create_dir_all(to)?;
-        let was: Vec<bool> = self.members.iter().map(|m| m.paused).collect();
-        for i in 0..self.members.len() {
-            if !was[i] && self.running(i) {
-                self.pause(i, true)?;
+        let stopped: Vec<usize> = (0..self.members.len())
+            .filter(|&i| self.running(i) && !self.members[i].paused)
+            .collect();
+        let mut r = Ok(());
+        for &i in &stopped {
+            if r.is_ok() {
+                r = self.pause(i, true);
             }
         }
-        let mut r = Ok(());
         for i in 0..self.members.len() {
             if r.is_ok() && self.data(i).exists() {
                 r = copy_tree(&self.data(i), &to.join(format!("m{i}")));
             }
         }
-        for i in 0..self.members.len() {
-            if !was[i] && self.running(i) {
-                self.pause(i, false)?;
+        // Every member stopped here runs again, whatever failed.
+        for &i in &stopped {
+            let resumed = self.pause(i, false);
+            if r.is_ok() {
+                r = resumed;
             }
         }
         r
