@@ -392,30 +392,50 @@ impl EtcdCluster {
         Ok(killed)
     }
 
+    /// Member `i`'s answer to `Status`: (its id, the leader's id).
+    fn status_of(&self, rt: &tokio::runtime::Runtime, i: usize) -> io::Result<(u64, u64)> {
+        let ep = self.endpoints().swap_remove(i);
+        let status = rt.block_on(async {
+            tokio::time::timeout(STATUS_TIMEOUT, async {
+                let opts = ConnectOptions::new()
+                    .with_connect_timeout(STATUS_TIMEOUT)
+                    .with_timeout(STATUS_TIMEOUT);
+                let mut c = Client::connect([ep], Some(opts)).await?;
+                c.status().await
+            })
+            .await
+        });
+        match status {
+            Ok(Ok(s)) => match s.header() {
+                Some(h) => Ok((h.member_id(), s.leader())),
+                None => Err(other("a status without a header".into())),
+            },
+            Ok(Err(e)) => Err(other(e.to_string())),
+            Err(_) => Err(other(format!("no status within {STATUS_TIMEOUT:?}"))),
+        }
+    }
+
+    /// The leader's id as member `i` sees it (it must answer).
+    #[cfg(test)]
+    fn leader_seen_by(&self, i: usize) -> io::Result<u64> {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        self.status_of(&rt, i).map(|(_, leader)| leader)
+    }
+
     /// The member that is leader now, as the healthy members see it.
     pub fn leader(&self) -> io::Result<usize> {
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()?;
         let mut seen = Vec::new();
-        for (i, ep) in self.endpoints().into_iter().enumerate() {
+        for i in 0..self.members.len() {
             if !self.healthy(i) {
                 continue;
             }
-            let status = rt.block_on(async {
-                tokio::time::timeout(STATUS_TIMEOUT, async {
-                    let opts = ConnectOptions::new()
-                        .with_connect_timeout(STATUS_TIMEOUT)
-                        .with_timeout(STATUS_TIMEOUT);
-                    let mut c = Client::connect([ep], Some(opts)).await?;
-                    c.status().await
-                })
-                .await
-            });
-            if let Ok(Ok(s)) = status {
-                if let Some(h) = s.header() {
-                    seen.push((i, h.member_id(), s.leader()));
-                }
+            if let Ok((id, leader)) = self.status_of(&rt, i) {
+                seen.push((i, id, leader));
             }
         }
         seen.iter()
@@ -519,5 +539,52 @@ impl Drop for EtcdCluster {
             let _ = nft(&format!("delete table inet {table}_mark\n"));
         }
         self.stop(Stop::Kill);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Needs Debian's `etcd-server` and, for the packet filter, `nft` and root (`.ci/chaos.sh` has both).
+    #[test]
+    fn a_partitioned_leader_is_cut_off_and_the_others_elect_another() {
+        if Command::new("etcd").arg("--version").output().is_err() || !nft_usable() {
+            eprintln!("skipped: needs `etcd`, `nft` and root");
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let mut c = EtcdCluster::new(dir.path(), "partition-test").unwrap();
+        assert!(matches!(c.partition_method(), PartitionMethod::Nft(_)));
+        c.start().unwrap();
+        let old = c.leader().unwrap();
+        c.partition(old, true).unwrap();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let new = loop {
+            // Asks the two members still reachable; they answer once they have elected one of themselves.
+            match c.leader() {
+                Ok(l) if l != old => break l,
+                _ => assert!(Instant::now() < deadline, "no new leader within 30 s"),
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        };
+        assert_ne!(new, old);
+        // The cut-off member answers nobody.
+        c.members[old].partitioned = false;
+        assert!(
+            c.leader_seen_by(old).is_err(),
+            "the partitioned member still answers"
+        );
+        c.members[old].partitioned = true;
+        c.partition(old, false).unwrap();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while c.leader_seen_by(old).is_err() {
+            assert!(
+                Instant::now() < deadline,
+                "the healed member never answered again"
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        c.stop(Stop::Kill);
     }
 }
