@@ -66,6 +66,16 @@ const ETCD_KINDS: [Kind; 8] = [
     Kind::EtcdDropConnections,
 ];
 
+/// etcd's negative control: [`ETCD_KINDS`] without the clock shifts.
+const ETCD_NEGATIVE_KINDS: [Kind; 6] = [
+    Kind::Pause,
+    Kind::Kill,
+    Kind::EtcdLeaderKill,
+    Kind::EtcdLeaderPause,
+    Kind::EtcdPartition,
+    Kind::EtcdDropConnections,
+];
+
 impl Store {
     /// The name in logs, `run.txt` and on the command line.
     pub fn name(self) -> &'static str {
@@ -104,6 +114,11 @@ impl Store {
     pub fn run_kinds(self, negative: bool) -> &'static [Kind] {
         match (self, negative) {
             (Store::Sqlite, true) => &SQLITE_KINDS[..2],
+            // etcd's negative control: no clock shifts. The store's time is the worker's clock there, so a worker
+            // that took a slot while its clock ran ahead can wait past the harness's 10 s stop for its window,
+            // which fails the round's sanity check (seen once, seed 1796224829833808270); the control is about
+            // lost writes.
+            (Store::Etcd, true) => &ETCD_NEGATIVE_KINDS,
             _ => self.kinds(),
         }
     }
