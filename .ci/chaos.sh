@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The chaos profile for CI (about 11 minutes after the build): cosid against a real Redis, then one SQLite file
-# shared by 8 processes, then a private PostgreSQL, each under faults, each followed by the negative control that
-# shows the checker can see lost writes. See docs/reliability.md.
+# The chaos profile for CI (about 12 minutes after the build): cosid against a real Redis, then one SQLite file
+# shared by 8 processes, then a private PostgreSQL, then a private 3-member etcd cluster, each under faults, each
+# followed by the negative control that shows the checker can see lost writes. See docs/reliability.md.
 #
 #     bash .ci/chaos.sh
 #
@@ -12,18 +12,25 @@
 # 3. `cosid-chaos run --profile ci --negative`: 5 rounds of 30 s with appendfsync everysec and an older copy of
 #    Redis' data restored while the workers run; fails unless at least one round is caught (duplicates or the
 #    store-regression alarm), and prints the detection rate;
-# 4. `cosid-chaos run --store sqlite --profile ci`: 60 s, 8 workers on 4 slots of one SQLite file, SIGKILL and
+# 4. `cosid-chaos run --store sqlite --profile ci`: 45 s, 8 workers on 4 slots of one SQLite file, SIGKILL and
 #    SIGSTOP of workers, a worker restarted through a hard link to the file, a fresh file renamed over it;
-# 5. `cosid-chaos run --store sqlite --profile ci --negative`: 3 rounds of 30 s with an older copy of the file
+# 5. `cosid-chaos run --store sqlite --profile ci --negative`: 2 rounds of 30 s with an older copy of the file
 #    written back in place while the workers run;
-# 6. `cosid-chaos run --store postgres --profile ci`: 60 s, 4 workers on 2 slots, a private server (initdb in the
+# 6. `cosid-chaos run --store postgres --profile ci`: 45 s, 4 workers on 2 slots, a private server (initdb in the
 #    run folder, free port), killed with -9 and started again, stopped with SIGSTOP, its connections cut;
-# 7. `cosid-chaos run --store postgres --profile ci --negative`: 3 rounds of 30 s, the server crashed and started on
-#    an older copy of its data folder.
+# 7. `cosid-chaos run --store postgres --profile ci --negative`: 2 rounds of 30 s, the server crashed and started on
+#    an older copy of its data folder;
+# 8. `cosid-chaos run --store etcd --profile ci`: 60 s, 4 workers on 2 slots, a private 3-member cluster on
+#    127.0.0.2-4 (free ports), its leader killed with -9 and restarted or stopped with SIGSTOP, a member cut off by
+#    an nftables rule on its address, every client connection cut (`ss -K`);
+# 9. `cosid-chaos run --store etcd --profile ci --negative`: 2 rounds of 30 s, the whole cluster crashed and started
+#    on older copies of its three data folders.
 # Each run prints how long it took. The long profiles (`--profile long`, 30 minutes each) are not run here.
 #
-# Installs Debian's `redis-server` and `postgresql` when they are missing (needs root); the harness starts its own
-# servers on free ports of 127.0.0.1, in temporary folders (PostgreSQL as the `postgres` user when run as root). Settings (environment):
+# Installs Debian's `redis-server`, `postgresql`, `etcd-server` and `nftables` when they are missing (needs root);
+# the harness starts its own servers on free ports of 127.0.0.1 (etcd: 127.0.0.2 to 127.0.0.4), in temporary
+# folders (PostgreSQL as the `postgres` user, each etcd member under a uid of its own, when run as root). Without
+# `nft` (or root) an etcd partition is emulated by SIGSTOP of the member. Settings (environment):
 #   COSID_CHAOS_SEED   replay the nemesis' decisions of an earlier run (each run prints its seed)
 #   COSID_CHAOS_OUT    where the run folders go (default ${TMPDIR:-/tmp}/cosid-chaos)
 set -euo pipefail
@@ -43,6 +50,15 @@ if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
     export DEBIAN_FRONTEND=noninteractive
     apt-get install -y -q postgresql >&2 || { apt-get update -q >&2 && apt-get install -y -q postgresql >&2; }
 fi
+for tool in etcd:etcd-server nft:nftables ss:iproute2; do
+    if ! command -v "${tool%%:*}" >/dev/null 2>&1; then
+        log "installing ${tool#*:}"
+        export DEBIAN_FRONTEND=noninteractive
+        apt-get install -y -q "${tool#*:}" >&2 || { apt-get update -q >&2 && apt-get install -y -q "${tool#*:}" >&2; } ||
+            log "cannot install ${tool#*:}"
+    fi
+done
+etcd --version | head -1 >&2
 
 out="${COSID_CHAOS_OUT:-${TMPDIR:-/tmp}/cosid-chaos}"
 mkdir -p "$out"
@@ -54,7 +70,7 @@ cargo test --release -p cosid-chaos
 bin=target/release/cosid-chaos
 status=0
 
-for store in redis sqlite postgres; do
+for store in redis sqlite postgres etcd; do
     started=$SECONDS
     log "$store positive run: cosid-chaos run --store $store --profile ci"
     if "$bin" run --store "$store" --profile ci --out "$out"; then

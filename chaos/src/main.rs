@@ -4,6 +4,7 @@
 //! cosid-chaos run --profile ci              # about 3 minutes of faults against a real Redis, then the checker
 //! cosid-chaos run --profile ci --negative   # the negative control: 5 rounds that must be caught
 //! cosid-chaos run --store sqlite --profile ci [--negative]   # 8 processes on one SQLite file
+//! cosid-chaos run --store etcd --profile ci [--negative]     # a private 3-member etcd cluster
 //! cosid-chaos run --profile long            # 30 minutes
 //! cosid-chaos run --seed 1234               # replay the nemesis' decisions of an earlier run
 //! cosid-chaos check /tmp/cosid-chaos/run-...  # check the logs of an earlier run again
@@ -16,6 +17,7 @@
 
 mod check;
 mod clock;
+mod etcd_server;
 mod harness;
 mod logs;
 mod nemesis;
@@ -33,7 +35,7 @@ use store::Store;
 #[derive(Debug, Parser)]
 #[command(
     name = "cosid-chaos",
-    about = "Chaos harness for cosid: a real store (Redis or SQLite), worker processes, a nemesis and a checker"
+    about = "Chaos harness for cosid: a real store (Redis, SQLite, PostgreSQL or etcd), worker processes, a nemesis and a checker"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -42,7 +44,8 @@ struct Cli {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum Profile {
-    /// Redis: about 3 minutes (the negative control: 5 rounds of 30 s). SQLite: 60 s (3 rounds of 30 s).
+    /// Redis: about 3 minutes (the negative control: 5 rounds of 30 s). etcd: 60 s; SQLite, PostgreSQL: 45 s
+    /// (the negative control of each: 2 rounds of 30 s).
     Ci,
     /// 30 minutes (the negative control: 20 rounds).
     Long,
@@ -65,14 +68,15 @@ enum Command {
         #[arg(long, env = "COSID_CHAOS_SEED")]
         seed: Option<u64>,
         /// Runs the negative control instead: an older copy of the data restored while the workers run (Redis:
-        /// with `appendfsync everysec`; SQLite: written back into the live file). It must be caught (duplicates
+        /// with `appendfsync everysec`; SQLite: written back into the live file; PostgreSQL, etcd: the server crashed
+        /// and started on the copy). It must be caught (duplicates
         /// or the store-regression alarm).
         #[arg(long)]
         negative: bool,
         /// Rounds of the negative control (overrides the profile).
         #[arg(long)]
         rounds: Option<u32>,
-        /// Worker processes (default: 4 on Redis, 8 on SQLite; at least 4 for the claim the docs make).
+        /// Worker processes (default: 8 on SQLite, 4 on the others; at least 4 for the claim the docs make).
         #[arg(long)]
         workers: Option<usize>,
         /// Where the run folders go (default: `cosid-chaos` in the temporary directory).
@@ -161,7 +165,7 @@ fn main() -> ExitCode {
             let seed = seed.unwrap_or_else(random_seed);
             let out = out.unwrap_or_else(|| std::env::temp_dir().join("cosid-chaos"));
             let workers = workers.unwrap_or(match store {
-                Store::Redis | Store::Postgres => 4,
+                Store::Redis | Store::Postgres | Store::Etcd => 4,
                 Store::Sqlite => 8,
             });
             if workers < 2 {
@@ -181,7 +185,7 @@ fn main() -> ExitCode {
                 store,
                 // 8 workers on 2 slots would mostly wait: 4 slots on SQLite.
                 bits: match store {
-                    Store::Redis | Store::Postgres => BITS,
+                    Store::Redis | Store::Postgres | Store::Etcd => BITS,
                     Store::Sqlite => 2,
                 },
             };
@@ -189,7 +193,7 @@ fn main() -> ExitCode {
             let code = if negative {
                 let rounds = rounds.unwrap_or(match (profile, store) {
                     (Profile::Ci, Store::Redis) => 5,
-                    (Profile::Ci, _) => 3,
+                    (Profile::Ci, _) => 2,
                     (Profile::Long, _) => 20,
                 });
                 let per_round = duration.unwrap_or(Duration::from_secs(30));
@@ -197,7 +201,8 @@ fn main() -> ExitCode {
             } else {
                 let duration = duration.unwrap_or(match (profile, store) {
                     (Profile::Ci, Store::Redis) => Duration::from_secs(180),
-                    (Profile::Ci, _) => Duration::from_secs(60),
+                    (Profile::Ci, Store::Etcd) => Duration::from_secs(60),
+                    (Profile::Ci, Store::Sqlite | Store::Postgres) => Duration::from_secs(45),
                     (Profile::Long, _) => Duration::from_secs(30 * 60),
                 });
                 positive(base, duration, profile)
@@ -237,6 +242,10 @@ fn store_label(store: Store, negative: bool) -> &'static str {
         (Store::Postgres, false) => "a private PostgreSQL (fsync, synchronous_commit on)",
         (Store::Postgres, true) => {
             "a private PostgreSQL, crashed and started on the copy of its data folder"
+        }
+        (Store::Etcd, false) => "a private 3-member etcd cluster (127.0.0.2 to 127.0.0.4)",
+        (Store::Etcd, true) => {
+            "a private 3-member etcd cluster, crashed and started on the copies of its data folders"
         }
     }
 }

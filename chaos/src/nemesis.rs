@@ -36,12 +36,20 @@ pub enum Kind {
     PostgresPause,
     /// PostgreSQL: `pg_terminate_backend` on every client connection.
     TerminateBackends,
+    /// etcd: `SIGKILL` the leader, start it again.
+    EtcdLeaderKill,
+    /// etcd: `SIGSTOP` the leader, `SIGCONT` it later.
+    EtcdLeaderPause,
+    /// etcd: drop a member's loopback traffic (or, with no packet filter, `SIGSTOP` it), heal it later.
+    EtcdPartition,
+    /// etcd: cut every client connection to every member (`ss -K`).
+    EtcdDropConnections,
 }
 
 impl Kind {
     /// Every kind, in report order.
     #[cfg(test)]
-    pub const ALL: [Kind; 13] = [
+    pub const ALL: [Kind; 17] = [
         Kind::Pause,
         Kind::Kill,
         Kind::ClockAhead,
@@ -55,6 +63,10 @@ impl Kind {
         Kind::PostgresKill,
         Kind::PostgresPause,
         Kind::TerminateBackends,
+        Kind::EtcdLeaderKill,
+        Kind::EtcdLeaderPause,
+        Kind::EtcdPartition,
+        Kind::EtcdDropConnections,
     ];
 
     /// The name used in logs and reports.
@@ -73,6 +85,10 @@ impl Kind {
             Kind::PostgresKill => "postgres-sigkill",
             Kind::PostgresPause => "postgres-sigstop",
             Kind::TerminateBackends => "terminate-backends",
+            Kind::EtcdLeaderKill => "etcd-leader-sigkill",
+            Kind::EtcdLeaderPause => "etcd-leader-sigstop",
+            Kind::EtcdPartition => "etcd-partition",
+            Kind::EtcdDropConnections => "etcd-drop-connections",
         }
     }
 
@@ -198,13 +214,20 @@ impl Nemesis {
             // How long Redis stays down between stop and start.
             Kind::RedisTerm | Kind::RedisKill => (self.range_ms(0..=1_500), 0),
             Kind::ClientPause => (self.range_ms(500..=ttl * 5 / 2), 0),
-            Kind::DropConnections | Kind::FileReplace | Kind::TerminateBackends => {
-                (Duration::ZERO, 0)
-            }
+            Kind::DropConnections
+            | Kind::FileReplace
+            | Kind::TerminateBackends
+            | Kind::EtcdDropConnections => (Duration::ZERO, 0),
             // How long the server stays down between the crash and the start.
             Kind::PostgresKill => (self.range_ms(0..=1_500), 0),
             // As long as a client pause: a server that hangs past a lease.
             Kind::PostgresPause => (self.range_ms(500..=ttl * 5 / 2), 0),
+            // How long the leader stays down between the crash and the start.
+            Kind::EtcdLeaderKill => (self.range_ms(0..=1_500), 0),
+            // As long as a client pause: a leader that hangs past a lease.
+            Kind::EtcdLeaderPause => (self.range_ms(500..=ttl * 5 / 2), 0),
+            // How long the member stays cut off.
+            Kind::EtcdPartition => (self.range_ms(1_000..=8_000), 0),
             // How long the second name lasts.
             Kind::FileLink => (self.range_ms(2_000..=8_000), 0),
         };
@@ -232,7 +255,7 @@ mod tests {
     fn every_kind_belongs_to_a_store() {
         for k in Kind::ALL {
             assert!(
-                [Store::Redis, Store::Sqlite, Store::Postgres]
+                [Store::Redis, Store::Sqlite, Store::Postgres, Store::Etcd]
                     .iter()
                     .any(|s| s.kinds().contains(&k)),
                 "{k}"
@@ -254,7 +277,7 @@ mod tests {
             kinds.sort();
             assert_eq!(kinds, Store::Redis.kinds().to_vec());
         }
-        for store in [Store::Sqlite, Store::Postgres] {
+        for store in [Store::Sqlite, Store::Postgres, Store::Etcd] {
             let k = store.kinds();
             let mut n = Nemesis::new(11, Duration::from_secs(3), 8, k);
             let faults: Vec<Fault> = (0..k.len() * 6).map(|_| n.next(|_, _| true)).collect();
@@ -297,7 +320,7 @@ mod tests {
             }
         }
         // No worker eligible: a store fault.
-        for store in [Store::Redis, Store::Sqlite, Store::Postgres] {
+        for store in [Store::Redis, Store::Sqlite, Store::Postgres, Store::Etcd] {
             let mut n = Nemesis::new(5, Duration::from_secs(3), 8, store.kinds());
             for _ in 0..50 {
                 assert!(!n.next(|_, w| w.is_none()).kind.targets_worker());

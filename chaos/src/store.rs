@@ -21,6 +21,8 @@ pub enum Store {
     Sqlite,
     /// A private PostgreSQL server (`initdb` by the harness).
     Postgres,
+    /// A private 3-member etcd cluster (127.0.0.2 to 127.0.0.4).
+    Etcd,
 }
 
 /// Redis' faults: every worker fault, and every server fault.
@@ -50,6 +52,30 @@ const POSTGRES_KINDS: [Kind; 7] = [
     Kind::TerminateBackends,
 ];
 
+/// etcd's faults: every worker fault (the store's time is each worker's own clock, so a shifted clock is exactly
+/// the fault of a host whose clock is off), and the cluster's: its leader crashed or hung, a member cut off, every
+/// client connection cut.
+const ETCD_KINDS: [Kind; 8] = [
+    Kind::Pause,
+    Kind::Kill,
+    Kind::ClockAhead,
+    Kind::ClockBehind,
+    Kind::EtcdLeaderKill,
+    Kind::EtcdLeaderPause,
+    Kind::EtcdPartition,
+    Kind::EtcdDropConnections,
+];
+
+/// etcd's negative control: [`ETCD_KINDS`] without the clock shifts.
+const ETCD_NEGATIVE_KINDS: [Kind; 6] = [
+    Kind::Pause,
+    Kind::Kill,
+    Kind::EtcdLeaderKill,
+    Kind::EtcdLeaderPause,
+    Kind::EtcdPartition,
+    Kind::EtcdDropConnections,
+];
+
 impl Store {
     /// The name in logs, `run.txt` and on the command line.
     pub fn name(self) -> &'static str {
@@ -57,6 +83,7 @@ impl Store {
             Store::Redis => "redis",
             Store::Sqlite => "sqlite",
             Store::Postgres => "postgres",
+            Store::Etcd => "etcd",
         }
     }
 
@@ -66,6 +93,7 @@ impl Store {
             None | Some("redis") => Some(Store::Redis),
             Some("sqlite") => Some(Store::Sqlite),
             Some("postgres") => Some(Store::Postgres),
+            Some("etcd") => Some(Store::Etcd),
             Some(_) => None,
         }
     }
@@ -76,6 +104,7 @@ impl Store {
             Store::Redis => &REDIS_KINDS,
             Store::Sqlite => &SQLITE_KINDS,
             Store::Postgres => &POSTGRES_KINDS,
+            Store::Etcd => &ETCD_KINDS,
         }
     }
 
@@ -85,6 +114,11 @@ impl Store {
     pub fn run_kinds(self, negative: bool) -> &'static [Kind] {
         match (self, negative) {
             (Store::Sqlite, true) => &SQLITE_KINDS[..2],
+            // etcd's negative control: no clock shifts. The store's time is the worker's clock there, so a worker
+            // that took a slot while its clock ran ahead can wait past the harness's 10 s stop for its window,
+            // which fails the round's sanity check (seen once, seed 1796224829833808270); the control is about
+            // lost writes.
+            (Store::Etcd, true) => &ETCD_NEGATIVE_KINDS,
             _ => self.kinds(),
         }
     }

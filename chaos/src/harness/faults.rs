@@ -1,6 +1,7 @@
 //! Injecting the nemesis' faults, and undoing them.
 
 use super::{signal, Heal, Run};
+use crate::etcd_server::EtcdCluster;
 use crate::logs::{wall_ms, Line};
 use crate::nemesis::{Fault, Kind};
 use crate::postgres_server::PostgresServer;
@@ -19,114 +20,167 @@ impl Run<'_> {
                 .field("worker", w)
                 .field("inc", self.workers[i].incarnation);
         }
-        let result = match f.kind {
-            Kind::Pause => {
-                let i = self.position(f.worker.expect("worker fault"));
-                line = line.field("duration", f.duration.as_millis());
-                let r = signal(&self.workers[i].child, Signal::SIGSTOP);
-                if r.is_ok() {
-                    self.workers[i].stopped = true;
-                    let (worker, incarnation) =
-                        (self.workers[i].index, self.workers[i].incarnation);
-                    self.heals.push((
-                        Instant::now() + f.duration,
-                        Heal::Cont {
-                            worker,
-                            incarnation,
-                        },
-                    ));
+        let result =
+            match f.kind {
+                Kind::Pause => {
+                    let i = self.position(f.worker.expect("worker fault"));
+                    line = line.field("duration", f.duration.as_millis());
+                    let r = signal(&self.workers[i].child, Signal::SIGSTOP);
+                    if r.is_ok() {
+                        self.workers[i].stopped = true;
+                        let (worker, incarnation) =
+                            (self.workers[i].index, self.workers[i].incarnation);
+                        self.heals.push((
+                            Instant::now() + f.duration,
+                            Heal::Cont {
+                                worker,
+                                incarnation,
+                            },
+                        ));
+                    }
+                    r
                 }
-                r
-            }
-            Kind::Kill => self.kill_and_restart(f.worker.expect("worker fault")),
-            Kind::ClockAhead | Kind::ClockBehind => {
-                let w = f.worker.expect("worker fault");
-                line = line
-                    .field("offset", f.offset_ms)
-                    .field("duration", f.duration.as_millis());
-                let r = self.send(w, &format!("offset {}\n", f.offset_ms));
-                if r.is_ok() {
-                    let i = self.position(w);
-                    self.workers[i].shifted = true;
-                    let incarnation = self.workers[i].incarnation;
-                    self.heals.push((
-                        Instant::now() + f.duration,
-                        Heal::ClockReset {
-                            worker: w,
-                            incarnation,
-                        },
-                    ));
+                Kind::Kill => self.kill_and_restart(f.worker.expect("worker fault")),
+                Kind::ClockAhead | Kind::ClockBehind => {
+                    let w = f.worker.expect("worker fault");
+                    line = line
+                        .field("offset", f.offset_ms)
+                        .field("duration", f.duration.as_millis());
+                    let r = self.send(w, &format!("offset {}\n", f.offset_ms));
+                    if r.is_ok() {
+                        let i = self.position(w);
+                        self.workers[i].shifted = true;
+                        let incarnation = self.workers[i].incarnation;
+                        self.heals.push((
+                            Instant::now() + f.duration,
+                            Heal::ClockReset {
+                                worker: w,
+                                incarnation,
+                            },
+                        ));
+                    }
+                    r
                 }
-                r
-            }
-            Kind::RedisTerm | Kind::RedisKill => {
-                line = line.field("downtime", f.duration.as_millis());
-                let how = if f.kind == Kind::RedisTerm {
-                    Stop::Term
-                } else {
-                    Stop::Kill
-                };
-                let r = self.redis().and_then(|r| r.stop(how));
-                if r.is_ok() {
-                    self.heals
-                        .push((Instant::now() + f.duration, Heal::RedisStart));
+                Kind::RedisTerm | Kind::RedisKill => {
+                    line = line.field("downtime", f.duration.as_millis());
+                    let how = if f.kind == Kind::RedisTerm {
+                        Stop::Term
+                    } else {
+                        Stop::Kill
+                    };
+                    let r = self.redis().and_then(|r| r.stop(how));
+                    if r.is_ok() {
+                        self.heals
+                            .push((Instant::now() + f.duration, Heal::RedisStart));
+                    }
+                    r
                 }
-                r
-            }
-            Kind::ClientPause => {
-                line = line.field("duration", f.duration.as_millis());
-                let ms = f.duration.as_millis() as u64;
-                let r = self.redis().and_then(|r| r.pause_clients(ms));
-                if r.is_ok() {
-                    self.heals
-                        .push((Instant::now() + f.duration, Heal::PauseEnd));
+                Kind::ClientPause => {
+                    line = line.field("duration", f.duration.as_millis());
+                    let ms = f.duration.as_millis() as u64;
+                    let r = self.redis().and_then(|r| r.pause_clients(ms));
+                    if r.is_ok() {
+                        self.heals
+                            .push((Instant::now() + f.duration, Heal::PauseEnd));
+                    }
+                    r
                 }
-                r
-            }
-            Kind::DropConnections => self.redis().and_then(|r| r.kill_clients()).map(|n| {
-                line = line.clone().field("dropped", n);
-            }),
-            Kind::FileLink => {
-                let w = f.worker.expect("worker fault");
-                line = line.field("duration", f.duration.as_millis());
-                let r = self.link_and_restart(w);
-                if r.is_ok() {
-                    self.heals
-                        .push((Instant::now() + f.duration, Heal::LinkEnd { worker: w }));
+                Kind::DropConnections => self.redis().and_then(|r| r.kill_clients()).map(|n| {
+                    line = line.clone().field("dropped", n);
+                }),
+                Kind::FileLink => {
+                    let w = f.worker.expect("worker fault");
+                    line = line.field("duration", f.duration.as_millis());
+                    let r = self.link_and_restart(w);
+                    if r.is_ok() {
+                        self.heals
+                            .push((Instant::now() + f.duration, Heal::LinkEnd { worker: w }));
+                    }
+                    r
                 }
-                r
-            }
-            Kind::PostgresKill => {
-                line = line.field("downtime", f.duration.as_millis());
-                self.heals.retain(|(_, h)| *h != Heal::PostgresCont);
-                let r = self.postgres().and_then(|p| p.stop(Stop::Kill));
-                if r.is_ok() {
-                    self.heals
-                        .push((Instant::now() + f.duration, Heal::PostgresStart));
+                Kind::PostgresKill => {
+                    line = line.field("downtime", f.duration.as_millis());
+                    self.heals.retain(|(_, h)| *h != Heal::PostgresCont);
+                    let r = self.postgres().and_then(|p| p.stop(Stop::Kill));
+                    if r.is_ok() {
+                        self.heals
+                            .push((Instant::now() + f.duration, Heal::PostgresStart));
+                    }
+                    r
                 }
-                r
-            }
-            Kind::PostgresPause => {
-                line = line.field("duration", f.duration.as_millis());
-                let r = self.postgres().and_then(|p| p.pause(true));
-                if r.is_ok() {
-                    self.heals
-                        .push((Instant::now() + f.duration, Heal::PostgresCont));
+                Kind::PostgresPause => {
+                    line = line.field("duration", f.duration.as_millis());
+                    let r = self.postgres().and_then(|p| p.pause(true));
+                    if r.is_ok() {
+                        self.heals
+                            .push((Instant::now() + f.duration, Heal::PostgresCont));
+                    }
+                    r
                 }
-                r
-            }
-            Kind::TerminateBackends => {
-                self.postgres()
+                Kind::TerminateBackends => self
+                    .postgres()
                     .and_then(|p| p.terminate_backends())
                     .map(|n| {
                         line = line.clone().field("dropped", n);
-                    })
-            }
-            Kind::FileReplace => match &self.sqlite {
-                Some(file) => file.replace(),
-                None => Err(io::Error::other("file-replace needs an SQLite run")),
-            },
-        };
+                    }),
+                Kind::EtcdLeaderKill => {
+                    line = line.field("downtime", f.duration.as_millis());
+                    self.etcd()
+                        .and_then(|c| {
+                            let m = c.leader()?;
+                            c.stop_member(m, Stop::Kill)?;
+                            Ok(m)
+                        })
+                        .map(|m| {
+                            line = line.clone().field("member", m);
+                            self.heals
+                                .push((Instant::now() + f.duration, Heal::EtcdStart { member: m }));
+                        })
+                }
+                Kind::EtcdLeaderPause => {
+                    line = line.field("duration", f.duration.as_millis());
+                    self.etcd()
+                        .and_then(|c| {
+                            let m = c.leader()?;
+                            c.pause(m, true)?;
+                            Ok(m)
+                        })
+                        .map(|m| {
+                            line = line.clone().field("member", m);
+                            self.heals
+                                .push((Instant::now() + f.duration, Heal::EtcdCont { member: m }));
+                        })
+                }
+                Kind::EtcdPartition => {
+                    line = line.field("duration", f.duration.as_millis());
+                    // Any member, the leader as often as the others.
+                    let m = self.nemesis.range_ms(0..=2).as_millis() as usize;
+                    self.etcd()
+                        .and_then(|c| {
+                            // The leader, when the roll says 0 and it can be found; else the member rolled.
+                            let m = if m == 0 { c.leader().unwrap_or(m) } else { m };
+                            c.partition(m, true)?;
+                            Ok(m)
+                        })
+                        .map(|m| {
+                            line = line.clone().field("member", m);
+                            self.heals.push((
+                                Instant::now() + f.duration,
+                                Heal::EtcdUnpartition { member: m },
+                            ));
+                        })
+                }
+                Kind::EtcdDropConnections => self
+                    .etcd()
+                    .and_then(|c| c.kill_client_connections())
+                    .map(|n| {
+                        line = line.clone().field("dropped", n);
+                    }),
+                Kind::FileReplace => match &self.sqlite {
+                    Some(file) => file.replace(),
+                    None => Err(io::Error::other("file-replace needs an SQLite run")),
+                },
+            };
         match result {
             Ok(()) => self.note(line),
             Err(e) => self.note(
@@ -142,6 +196,13 @@ impl Run<'_> {
         self.redis
             .as_mut()
             .ok_or_else(|| io::Error::other("a Redis fault in a run on another store"))
+    }
+
+    /// The etcd cluster, for an etcd fault.
+    pub(super) fn etcd(&mut self) -> io::Result<&mut EtcdCluster> {
+        self.etcd
+            .as_mut()
+            .ok_or_else(|| io::Error::other("an etcd fault in a run on another store"))
     }
 
     /// The PostgreSQL server, for a PostgreSQL fault.
@@ -251,6 +312,34 @@ impl Run<'_> {
                 }
                 (Line::new(now, "HEAL").field("kind", "postgres-start"), r)
             }
+            Heal::EtcdStart { member } => {
+                let r = self.etcd().and_then(|c| c.start_member(member));
+                if r.is_err() {
+                    // Never leave a member down for the rest of the run: try again shortly.
+                    self.heals.push((
+                        Instant::now() + Duration::from_secs(1),
+                        Heal::EtcdStart { member },
+                    ));
+                }
+                (
+                    Line::new(now, "HEAL")
+                        .field("kind", "etcd-start")
+                        .field("member", member),
+                    r,
+                )
+            }
+            Heal::EtcdCont { member } => (
+                Line::new(now, "HEAL")
+                    .field("kind", "etcd-sigcont")
+                    .field("member", member),
+                self.etcd().and_then(|c| c.pause(member, false)),
+            ),
+            Heal::EtcdUnpartition { member } => (
+                Line::new(now, "HEAL")
+                    .field("kind", "etcd-unpartition")
+                    .field("member", member),
+                self.etcd().and_then(|c| c.partition(member, false)),
+            ),
             Heal::PostgresCont => (
                 Line::new(now, "HEAL").field("kind", "postgres-sigcont"),
                 self.postgres().and_then(|p| p.pause(false)),

@@ -4,6 +4,7 @@
 mod faults;
 mod negative;
 
+use crate::etcd_server::{EtcdCluster, PartitionMethod};
 use crate::logs::{self, wall_ms, Line, LineWriter, RunInfo};
 use crate::nemesis::{Kind, Nemesis};
 use crate::postgres_server::PostgresServer;
@@ -79,6 +80,12 @@ enum Heal {
     PostgresStart,
     /// PostgreSQL: `SIGCONT` the server.
     PostgresCont,
+    /// etcd: start this member again after a crash's downtime.
+    EtcdStart { member: usize },
+    /// etcd: `SIGCONT` this member.
+    EtcdCont { member: usize },
+    /// etcd: end this member's partition.
+    EtcdUnpartition { member: usize },
 }
 
 struct Run<'a> {
@@ -91,6 +98,8 @@ struct Run<'a> {
     sqlite: Option<SqliteFile>,
     /// The PostgreSQL server (PostgreSQL runs only).
     postgres: Option<PostgresServer>,
+    /// The etcd cluster (etcd runs only).
+    etcd: Option<EtcdCluster>,
     /// Workers started through the database's second name (the hard-link fault), by index.
     via_link: Vec<bool>,
     workers: Vec<Worker>,
@@ -131,7 +140,7 @@ pub fn run(s: &Settings) -> io::Result<PathBuf> {
     let namespace = format!("chaos-{}", s.seed);
     let mut info = RunInfo::default();
     info.set("store", s.store.name());
-    let (mut redis, mut sqlite, mut postgres) = (None, None, None);
+    let (mut redis, mut sqlite, mut postgres, mut etcd) = (None, None, None, None);
     let url = match s.store {
         Store::Redis => {
             let fsync = if s.negative { "everysec" } else { "always" };
@@ -147,6 +156,18 @@ pub fn run(s: &Settings) -> io::Result<PathBuf> {
             let mut server = PostgresServer::new(&s.dir.join("postgres"))?;
             server.start()?;
             postgres.insert(server).url()
+        }
+        Store::Etcd => {
+            let mut cluster = EtcdCluster::new(&s.dir.join("etcd"), &format!("chaos-{}", s.seed))?;
+            cluster.start()?;
+            info.set(
+                "partition",
+                match cluster.partition_method() {
+                    PartitionMethod::Nft(_) => "nftables",
+                    PartitionMethod::Sigstop => "sigstop",
+                },
+            );
+            etcd.insert(cluster).url()
         }
     };
     info.set("seed", s.seed);
@@ -168,6 +189,7 @@ pub fn run(s: &Settings) -> io::Result<PathBuf> {
         redis,
         sqlite,
         postgres,
+        etcd,
         via_link: vec![false; s.workers],
         workers: Vec::new(),
         nemesis: Nemesis::new(s.seed, s.ttl, s.workers, s.store.run_kinds(s.negative)),
@@ -194,6 +216,16 @@ pub fn run(s: &Settings) -> io::Result<PathBuf> {
     }
     if let Some(pg) = run.postgres.as_mut() {
         let _ = pg.stop(Stop::Term);
+    }
+    if let Some(cluster) = run.etcd.as_mut() {
+        cluster.heal_partition();
+        cluster.stop(Stop::Term);
+        // The checker reads the workers' and the nemesis' logs only: the data folders and the negative control's
+        // copy of them (hundreds of MB) go.
+        if let Err(e) = cluster.discard_data() {
+            eprintln!("cosid-chaos: cannot remove the etcd data folders: {e}");
+        }
+        let _ = std::fs::remove_dir_all(s.dir.join("snapshot"));
     }
     info.set("measure_to", measure_to);
     info.set("interrupted", interrupted());
@@ -266,11 +298,12 @@ impl Run<'_> {
 
     /// The store URL the workers use (the database's first name, for SQLite).
     fn url(&self) -> String {
-        match (&self.redis, &self.sqlite, &self.postgres) {
-            (Some(redis), _, _) => redis.url(),
-            (_, Some(file), _) => file.url(),
-            (_, _, Some(pg)) => pg.url(),
-            (None, None, None) => unreachable!("every run has a store"),
+        match (&self.redis, &self.sqlite, &self.postgres, &self.etcd) {
+            (Some(redis), _, _, _) => redis.url(),
+            (_, Some(file), _, _) => file.url(),
+            (_, _, Some(pg), _) => pg.url(),
+            (_, _, _, Some(cluster)) => cluster.url(),
+            (None, None, None, None) => unreachable!("every run has a store"),
         }
     }
 
@@ -381,6 +414,11 @@ impl Run<'_> {
             if now >= next_fault {
                 let workers = &self.workers;
                 let linked = self.via_link.iter().any(|&v| v);
+                // One member out at a time: a 3-member cluster keeps its majority through one failure.
+                let cluster_whole = self
+                    .etcd
+                    .as_ref()
+                    .is_some_and(|c| (0..c.len()).all(|m| c.healthy(m)));
                 let fault = self.nemesis.next(|kind, w| match (kind, w) {
                     (Kind::Pause, Some(w)) => !workers[w].stopped,
                     (Kind::ClockAhead | Kind::ClockBehind, Some(w)) => !workers[w].shifted,
@@ -389,6 +427,9 @@ impl Run<'_> {
                     // WAL of its own while the old holders still issue (found by this harness; see
                     // docs/reliability.md). Each file fault alone is what the store claims to handle.
                     (Kind::FileLink | Kind::FileReplace, _) => !linked,
+                    (Kind::EtcdLeaderKill | Kind::EtcdLeaderPause | Kind::EtcdPartition, _) => {
+                        cluster_whole
+                    }
                     _ => true,
                 });
                 self.inject(fault);

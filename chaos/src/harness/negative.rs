@@ -77,11 +77,17 @@ impl Run<'_> {
 
     fn snapshot(&mut self) {
         let to = self.s.dir.join("snapshot");
-        let r = match (&self.redis, &self.sqlite, self.postgres.as_mut()) {
-            (Some(redis), _, _) => redis.snapshot(&to),
-            (_, Some(file), _) => file.snapshot(&to),
-            (_, _, Some(pg)) => pg.snapshot(&to),
-            (None, None, None) => Err(io::Error::other("no store")),
+        let r = match (
+            &self.redis,
+            &self.sqlite,
+            self.postgres.as_mut(),
+            self.etcd.as_mut(),
+        ) {
+            (Some(redis), _, _, _) => redis.snapshot(&to),
+            (_, Some(file), _, _) => file.snapshot(&to),
+            (_, _, Some(pg), _) => pg.snapshot(&to),
+            (_, _, _, Some(cluster)) => cluster.snapshot(&to),
+            (None, None, None, None) => Err(io::Error::other("no store")),
         };
         match r {
             Ok(()) => self.note(Line::new(wall_ms(), "SNAPSHOT")),
@@ -148,6 +154,29 @@ impl Run<'_> {
     /// the older copy back into the live file, in place.
     fn restore(&mut self, age: Duration) -> io::Result<()> {
         let from = self.s.dir.join("snapshot");
+        if self.etcd.is_some() {
+            // Every member crashed at once, and the cluster started again on the older copies of all three data
+            // folders (a restore of old disk images or VM snapshots): every write since the copy is gone. A
+            // pending member start, resume or partition heal is done here instead.
+            self.heals.retain(|(_, h)| {
+                !matches!(
+                    h,
+                    Heal::EtcdStart { .. } | Heal::EtcdCont { .. } | Heal::EtcdUnpartition { .. }
+                )
+            });
+            let cluster = self.etcd()?;
+            cluster.heal_partition();
+            cluster.stop(Stop::Kill);
+            match self.etcd()?.restore(&from) {
+                Ok(()) => self.note(Line::new(wall_ms(), "RESTORE").field("age", age.as_millis())),
+                Err(e) => self.note(Line::new(wall_ms(), "RESTORE_FAILED").reason(&e)),
+            }
+            return self.etcd()?.start().or_else(|e| {
+                self.note(Line::new(wall_ms(), "RESTART_FAILED").reason(&e));
+                std::thread::sleep(Duration::from_secs(1));
+                self.etcd()?.start()
+            });
+        }
         if self.postgres.is_some() {
             // A crash-restart or a pause may be pending: the restore ends both.
             self.heals
