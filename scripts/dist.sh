@@ -11,8 +11,8 @@
 #
 #     scripts/dist.sh            (COSID_DIST_DIR=... for another folder than dist/)
 #
-# `cargo build --release` builds the C library, the Python module, the Node addon and the CLI in one go (one core,
-# every store); maturin and npm then only package them (maturin relinks the module's own small crate). Needs the
+# `cargo build --release` builds the C library, the Node addon and the CLI in one go (one core, every store);
+# maturin builds the Python module's own crate (and pyo3) on top of it, and npm and tar only package. Needs the
 # Rust toolchain, protoc (etcd's client), Python 3.9+ with venv, Node 20+ with npm, objdump. maturin comes from
 # PyPI into target/dist-tools (pinned below), reused by later runs. docs/install.md says what each artefact is.
 set -euo pipefail
@@ -44,8 +44,11 @@ step() {
 rm -rf "$out" "$stage"
 mkdir -p "$out" "$stage"
 
-step "cargo build --release: libcosid, the Python module, the Node addon, the CLI (every store)"
-cargo build --release --locked -p cosid-ffi -p cosid-python -p cosid-node -p cosid-cli --features cosid-cli/stores
+step "cargo build --release: libcosid, the Node addon, the CLI (every store)"
+# The Python module is built by maturin below, on this build: its crate adds only pyo3 to the same feature set
+# (`cargo tree -e features` shows it), so the core and every shared dependency are compiled once. It is left out
+# here because maturin builds pyo3 with its own environment: building it here too would rebuild pyo3 each time.
+cargo build --release --locked -p cosid-ffi -p cosid-node -p cosid-cli --features cosid-cli/stores
 
 step "Python: abi3 wheel (maturin, manylinux tag from the symbols the module uses) and sdist"
 tools=$target/dist-tools
