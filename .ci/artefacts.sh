@@ -56,7 +56,7 @@ is_id() { [[ $1 =~ ^[0-9]{15,20}$ ]] || { echo "artefacts: '$1' is not an id" >&
 
 step "Python: the wheel into a fresh venv"
 wheel=$(ls dist/cosid-"$version"-cp39-abi3-manylinux_*_x86_64.whl)
-python3 -m venv py
+(cd / && python3 -m venv "$work/py")
 timed "pip install (wheel, no index)" py/bin/python -m pip install -q --no-index "$wheel"
 id=$(cd / && COSID_STORE="sqlite://$work/py.db" "$work/py/bin/python" -c '
 import cosid, sys
@@ -178,7 +178,7 @@ for id in $ids; do is_id "$id"; done
 echo "cli: cosid next -n 3 gave $(echo $ids)"
 
 step "registry checks: twine check, auditwheel show, @arethetypeswrong/cli"
-python3 -m venv tools
+(cd / && python3 -m venv "$work/tools")
 tools/bin/python -m pip install -q twine auditwheel
 tools/bin/twine check --strict "$wheel" "dist/cosid-$version.tar.gz"
 tools/bin/auditwheel show "$wheel"
