@@ -183,7 +183,7 @@ tools/bin/python -m pip install -q twine auditwheel
 tools/bin/twine check --strict "$wheel" "dist/cosid-$version.tar.gz"
 tools/bin/auditwheel show "$wheel"
 if npx --yes @arethetypeswrong/cli --version >/dev/null 2>&1; then
-    npx --yes @arethetypeswrong/cli --profile node16 "dist/cosid-$version.tgz"
+    npx --yes @arethetypeswrong/cli --no-color --profile node16 "dist/cosid-$version.tgz"
 else
     echo "registry checks: @arethetypeswrong/cli did not install; skipped"
 fi

@@ -72,7 +72,7 @@ cp bindings/node/npm/$node_platform/package.json bindings/node/npm/$node_platfor
 cp "$release/libcosid_node.so" "$platform_pkg/cosid.$node_platform.node"
 strip --strip-debug "$platform_pkg/cosid.$node_platform.node"
 cp bindings/node/package.json bindings/node/README.md bindings/node/index.js bindings/node/index.mjs \
-    bindings/node/index.d.ts bindings/node/platform.js "$main_pkg/"
+    bindings/node/index.d.ts bindings/node/index.d.mts bindings/node/platform.js "$main_pkg/"
 cp LICENSE-MIT LICENSE-APACHE "$platform_pkg/"
 cp LICENSE-MIT LICENSE-APACHE "$main_pkg/"
 # As `napi pre-publish` does: the platform packages become optional dependencies of the package at packing time
