@@ -1,18 +1,18 @@
 #!/usr/bin/env bash
-# The Node package, as a user gets it and as a developer works on it. Needs Node 20 or newer, npm and the Rust
-# toolchain; installs Node and npm from Debian's packages when they are missing.
+# The Node package, as a developer works on it and against the addon that ships. Needs Node 20 or newer, npm and
+# the Rust toolchain; installs Node and npm from Debian's packages when they are missing.
 #
-#   1. lints of the addon crate (its own Cargo workspace, so the root's `cargo clippy` does not reach it);
+#   1. lints of the addon crate (a member of the root workspace, not a default one: the root's `cargo clippy -p
+#      cosid -p cosid-cli` does not reach it);
 #   2. `npm ci && npm run build` inside bindings/node, then a check that the committed index.d.ts is what
-#      `napi build` generates;
-#   3. `npm install ./bindings/node` into a fresh project, which builds the addon through the package's install
-#      script with no devDependency, then require('cosid') and import from 'cosid' there;
-#   4. the tests (node --test), the store tests against real servers, and one quick run of the benchmark harness
-#      (figures only).
-# The addon is built with every store. Each of Redis, PostgreSQL, MariaDB, etcd and ZooKeeper whose
-# COSID_TEST_*_URL is not set yet is started with .ci/services/ (scripts/test-all.sh has started them all and
-# exported their URLs, which reach this script through the environment); COSID_NODE_NO_SERVERS=1 starts none (the
-# tests of a store without its URL then report themselves skipped).
+#      `napi build` generates (napi builds for an explicit target triple, in target/<triple>/);
+#   3. the tests (node --test), the store tests against real servers, and one quick run of the benchmark harness
+#      (figures only), against the prebuilt addon of dist/'s platform package (scripts/dist.sh) when there is one,
+#      else against the build of step 2. .ci/artefacts.sh installs the npm tarballs into fresh projects.
+# The addon is built with every store. Each of Redis, PostgreSQL, MariaDB, etcd and ZooKeeper whose COSID_TEST_*_URL is
+# not set yet is started with .ci/services/ (scripts/test-all.sh has started them all and exported their URLs, which
+# reach this script through the environment); COSID_NODE_NO_SERVERS=1 starts none (the tests of a store without
+# its URL then report themselves skipped).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -43,44 +43,37 @@ if [ "${COSID_NODE_NO_SERVERS:-0}" != "1" ]; then
 fi
 
 step "node: format and lints of the addon crate"
-cargo fmt --manifest-path "$pkg/Cargo.toml" -- --check
-cargo clippy --manifest-path "$pkg/Cargo.toml" --release --all-targets -- -D warnings
+cargo fmt -p cosid-node -- --check
+cargo clippy -p cosid-node --all-targets -- -D warnings
 
-step "node: npm ci && npm run build"
+step "node: npm ci"
 cd "$pkg"
-# The install script would build too; `npm run build` is the developer's build, which also writes index.d.ts.
 npm ci --ignore-scripts --no-audit --no-fund
-build_start=$SECONDS
-npm run build
-echo "node: addon built (every store) in $((SECONDS - build_start)) s"
-if ! git -C "$root" diff --exit-code -- bindings/node/index.d.ts; then
-  echo "node: index.d.ts is not what napi build generates: run 'npm run build' in bindings/node and commit it" >&2
-  exit 1
+
+# The committed index.d.ts must be what `napi build` generates. napi passes `--target <host triple>` to cargo, so this
+# build compiles in target/<triple>/ (not on the one release build of scripts/dist.sh); COSID_NODE_DTS_CHECK=0
+# skips it for a quick run.
+if [ "${COSID_NODE_DTS_CHECK:-1}" != 0 ]; then
+  step "node: npm run build (napi build --dts), and index.d.ts is what it generates"
+  build_start=$SECONDS
+  npm run build
+  echo "node: addon built (every store) in $((SECONDS - build_start)) s"
+  if ! git -C "$root" diff --exit-code -- bindings/node/index.d.ts; then
+    echo "node: index.d.ts is not what napi build generates: run 'npm run build' in bindings/node and commit it" >&2
+    exit 1
+  fi
 fi
 
-step "node: npm install ./bindings/node into a fresh project"
-consumer=$(mktemp -d)
-trap 'rm -rf "$consumer"' EXIT
-cd "$consumer"
-npm init -y >/dev/null
-# The addon must come from the package's install script, not from the build above.
-rm -f "$pkg"/cosid.*.node
-npm install --no-audit --no-fund "$pkg"
-ls "$pkg"/cosid.*.node
-export COSID_STORE="sqlite://$consumer/leases.db"
-node -e "
-  const cosid = require('cosid')
-  const id = cosid.nextId()
-  if (typeof id !== 'bigint' || cosid.parse(id).slot !== cosid.status().slot) throw new Error('bad id ' + id)
-  console.log('require(\"cosid\"): ' + id + ' = ' + cosid.toFriendly(id))
-"
-node --input-type=module -e "
-  import { ready, nextIdString } from 'cosid'
-  await ready()
-  console.log('import from \"cosid\": ' + nextIdString())
-"
-unset COSID_STORE
-cd "$pkg"
+platform_tgz=$(ls "$root"/dist/cosid-linux-x64-gnu-*.tgz 2>/dev/null | head -1 || true)
+if [ -n "$platform_tgz" ]; then
+  step "node: the tests load the prebuilt addon of ${platform_tgz#"$root"/}"
+  addon=$pkg/cosid.$(node -p "require('./platform.js').platformName()").node
+  tar -xOzf "$platform_tgz" "package/$(basename "$addon")" > "$addon.tmp"
+  mv "$addon.tmp" "$addon"
+else
+  step "node: no dist/ (scripts/dist.sh): the tests use a build from this checkout"
+  [ "${COSID_NODE_DTS_CHECK:-1}" != 0 ] || node scripts/build.js
+fi
 
 step "node: tests"
 node --test test/*.test.js test/*.test.mjs

@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
-# Builds the Python package into a fresh virtual environment, as a user would (`pip install ./bindings/python`),
-# and runs its tests, which also run the examples under examples/python/. Then a short benchmark smoke run.
+# Installs the Python package into a fresh virtual environment and runs its tests, which also run the examples
+# under examples/python/. Then a short benchmark smoke run. The package is the release wheel in dist/, made by
+# scripts/dist.sh (scripts/test-all.sh runs it first), so the tests run against the artefact that ships; without a
+# wheel in dist/ (or with COSID_PY_FROM_SOURCE=1) it is built from the checkout as `pip install ./bindings/python`
+# does, which needs a Rust toolchain and takes minutes.
 #
 #     bash .ci/python.sh
 #
-# Needs Python 3.9+ with venv and a Rust toolchain; pip fetches maturin, pytest and the benchmark peers from PyPI.
+# Needs Python 3.9+ with venv; pip fetches pytest and the benchmark peers (and maturin for a source build) from PyPI.
 # The package is built with every store, and its store tests run against real servers: each of Redis, PostgreSQL,
 # MariaDB, etcd and ZooKeeper whose COSID_TEST_*_URL is not set yet is started with .ci/services/
 # (scripts/test-all.sh has started them all and exported their URLs, which reach this script through the environment).
@@ -29,10 +32,17 @@ venv="${COSID_PY_VENV:-$(mktemp -d "${TMPDIR:-/tmp}/cosid-py.XXXXXX")/venv}"
 echo "python.sh: creating $venv with $("$python" --version)"
 "$python" -m venv "$venv"
 "$venv/bin/python" -m pip install -q --upgrade pip
-echo "python.sh: pip install ./bindings/python (builds the Rust extension in release mode, every store)"
+wheel=$(ls "$root"/dist/cosid-*-cp39-abi3-manylinux_*.whl 2>/dev/null | head -1 || true)
 build_start=$SECONDS
-"$venv/bin/python" -m pip install ./bindings/python
-echo "python.sh: built and installed in $((SECONDS - build_start)) s"
+if [ -n "$wheel" ] && [ "${COSID_PY_FROM_SOURCE:-0}" != 1 ]; then
+    echo "python.sh: pip install ${wheel#"$root"/} (the release wheel, every store)"
+    "$venv/bin/python" -m pip install --no-index "$wheel"
+    echo "python.sh: installed in $((SECONDS - build_start)) s"
+else
+    echo "python.sh: pip install ./bindings/python (builds the Rust extension in release mode, every store)"
+    "$venv/bin/python" -m pip install ./bindings/python
+    echo "python.sh: built and installed in $((SECONDS - build_start)) s"
+fi
 "$venv/bin/python" -m pip install -q pytest snowflake-id uuid-utils
 
 # From the tests' folder, so `import cosid` is the installed package and never the source tree.

@@ -50,8 +50,14 @@ cargo clippy -p cosid -p cosid-cli -p cosid-bench --all-targets --all-features -
 step "rust: core and cli tests, every store against its real server"
 cargo test -p cosid -p cosid-cli --all-features
 
-step "rust: benchmark smoke (figures only: cosid-bench --quick)"
-cargo run -q --release -p cosid-bench -- --quick
+step "dist: one release build (C library, Python module, Node addon, CLI) packaged into dist/"
+# The C, Python and Node steps below use this build (cargo finds it fresh) and test the artefacts it made.
+bash scripts/dist.sh
+
+step "version: one version number and one MSRV across Cargo, PyPI, npm, the header and the CLI"
+bash scripts/check-version.sh
+# The crates as crates.io would take them (--no-verify: the build above is the verification of the sources).
+cargo package --locked --no-verify -p cosid -p cosid-cli -p cosid-ffi >/dev/null
 
 step "C ABI: libcosid, header, C tests (plain, sanitizers, valgrind), install and example"
 COSID_C_NO_BENCH=1 bash .ci/c.sh
@@ -61,6 +67,9 @@ bash .ci/python.sh
 
 step "Node package"
 bash .ci/node.sh
+
+step "artefacts: dist/ installed without Rust (venv, npm, pnpm, C prefix with pkg-config and CMake, CLI)"
+bash .ci/artefacts.sh
 
 step "interop: migration from the real CosId (Java)"
 bash .ci/interop.sh

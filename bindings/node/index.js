@@ -1,5 +1,9 @@
 'use strict'
-// Loads the native addon built by `npm install` (scripts/build.js) or `npm run build` (napi build --platform).
+// Loads the native addon, the way @napi-rs/cli's generated loader does:
+//   1. cosid.<platform>.node next to this file: a build from a checkout (`npm run build` or scripts/build.js);
+//   2. the platform package, cosid-<platform> (cosid-linux-x64-gnu, ...): the prebuilt addon npm installs as an
+//      optional dependency of this package, chosen by its os/cpu/libc fields. There is no install script.
+// A platform without a prebuilt package needs a build from a checkout of the repository (docs/install.md).
 // The addon is one library per process: every worker_threads worker shares its process-wide runtime and lease.
 
 const { existsSync } = require('node:fs')
@@ -8,18 +12,24 @@ const { isMainThread } = require('node:worker_threads')
 const { platformName } = require('./platform.js')
 
 function load() {
-  const tried = []
-  for (const file of [`cosid.${platformName()}.node`, 'cosid.node']) {
-    const path = join(__dirname, file)
-    if (existsSync(path)) return require(path)
-    tried.push(path)
+  const platform = platformName()
+  const local = join(__dirname, `cosid.${platform}.node`)
+  if (existsSync(local)) return require(local)
+  const pkg = `cosid-${platform}`
+  try {
+    return require(pkg)
+  } catch (cause) {
+    if (cause && cause.code !== 'MODULE_NOT_FOUND') throw cause
+    const err = new Error(
+      `cosid: no native addon for ${platform}: the optional dependency ${pkg} is not installed (npm skips it on ` +
+        `another platform, and with --omit=optional or --no-optional), and ${local} does not exist. Reinstall ` +
+        `without omitting optional dependencies, or on a platform with no prebuilt package build the addon from ` +
+        `a checkout of the repository (bindings/node: \`npm ci && npm run build\`; it needs Rust and cargo).`,
+      { cause },
+    )
+    err.code = 'ERR_COSID_NOT_BUILT'
+    throw err
   }
-  const err = new Error(
-    `cosid: the native addon is not built (looked for ${tried.join(' and ')}). ` +
-      `Run \`npm run build\` (or \`node scripts/build.js\`) in ${__dirname}; it needs the Rust toolchain (cargo).`,
-  )
-  err.code = 'ERR_COSID_NOT_BUILT'
-  throw err
 }
 
 const native = load()

@@ -5,9 +5,10 @@
 // `protoc` to build. COSID_NODE_FEATURES=redis,postgres (any of redis, postgres, mysql, etcd, zookeeper; empty for
 // none) builds exactly those instead, SQLite and memory always included.
 //
-// This is the package's `install` script, so `npm install ./bindings/node` builds the addon with nothing but
-// Node and the Rust toolchain: it needs no npm dependency (a consumer's npm installs no devDependencies of ours,
-// and @napi-rs/cli is one). `npm run build` does the same through `napi build`, and also regenerates index.d.ts.
+// A developer's build from a checkout (the crate is a member of the repository's Cargo workspace, so it needs the
+// whole checkout, not the npm package): the published package has no install script and loads the prebuilt addon
+// of its platform package (index.js). It needs no npm dependency; `npm run build` does the same through
+// `napi build`, and also regenerates index.d.ts.
 //
 //   node scripts/build.js            release build
 //   node scripts/build.js --debug    debug build (faster to compile, slower ids)
@@ -33,8 +34,8 @@ function findCargo() {
     if (!probe.error && probe.status === 0) return candidate
   }
   return fail(
-    'building the native addon needs the Rust toolchain (cargo, Rust 1.88 or newer), and none was found on ' +
-      'PATH or in ~/.cargo/bin. Install it (https://rustup.rs), then run `npm rebuild cosid`.',
+    'building the native addon needs the Rust toolchain (cargo, Rust 1.89 or newer), and none was found on ' +
+      'PATH or in ~/.cargo/bin. Install it (https://rustup.rs), then run `node scripts/build.js` again.',
   )
 }
 
@@ -70,7 +71,7 @@ if (features.includes('etcd') && !findProtoc()) {
   fail(
     "the etcd store's client is generated at build time by protoc, the Protocol Buffers compiler, and none was " +
       'found (PROTOC, or protoc on PATH). Install it (Debian/Ubuntu: apt-get install protobuf-compiler; macOS: ' +
-      'brew install protobuf), or build without etcd: COSID_NODE_FEATURES=redis,postgres,mysql npm rebuild cosid',
+      'brew install protobuf), or build without etcd: COSID_NODE_FEATURES=redis,postgres,mysql node scripts/build.js',
   )
 }
 console.error(`cosid: ${cargo} ${args.join(' ')}`)

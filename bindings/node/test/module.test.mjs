@@ -25,8 +25,12 @@ test('index.d.ts declares every export and nothing else', () => {
 
 test('the package.json exports map points at files that exist', () => {
   const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8'))
+  // Every file a condition names, nested conditions included (import and require each have their own types).
+  const leaves = (v) => (typeof v === 'string' ? [v] : Object.values(v).flatMap(leaves))
   const entry = pkg.exports['.']
-  for (const file of [entry.types, entry.import, entry.require, pkg.main, pkg.types]) {
+  assert.deepEqual(Object.keys(entry), ['import', 'require'])
+  for (const cond of Object.values(entry)) assert.equal(Object.keys(cond)[0], 'types', 'types comes first')
+  for (const file of [...leaves(entry), pkg.main, pkg.types]) {
     assert.doesNotThrow(() => readFileSync(new URL(`../${file}`, import.meta.url)), file)
   }
 })

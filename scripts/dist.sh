@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# Builds every release artefact into dist/ from a checkout, with ONE release build of the Rust code:
+#
+#   dist/cosid-VERSION-cp39-abi3-manylinux_2_X_x86_64.whl    Python, abi3 wheel (CPython 3.9 and later)
+#   dist/cosid-VERSION.tar.gz                                Python sdist (builds from source: needs Rust)
+#   dist/cosid-VERSION.tgz                                   npm: the package (loader, types; no install script)
+#   dist/cosid-linux-x64-gnu-VERSION.tgz                     npm: its platform package, the prebuilt addon
+#   dist/libcosid-VERSION-x86_64-linux-gnu.tar.gz            C: lib/, include/, pkg-config and CMake files
+#   dist/cosid-cli-VERSION-x86_64-linux-gnu.tar.gz           the `cosid` command, every store
+#   dist/SHA256SUMS
+#
+#     scripts/dist.sh            (COSID_DIST_DIR=... for another folder than dist/)
+#
+# `cargo build --release` builds the C library, the Node addon and the CLI in one go (one core, every store);
+# maturin builds the Python module's own crate (and pyo3) on top of it, and npm and tar only package. Needs the
+# Rust toolchain, protoc (etcd's client), Python 3.9+ with venv, Node 20+ with npm, objdump. maturin comes from
+# PyPI into target/dist-tools (pinned below), reused by later runs. docs/install.md says what each artefact is.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+export CARGO_TERM_COLOR=never
+
+MATURIN_VERSION=1.16.0
+out=${COSID_DIST_DIR:-$root/dist}
+target=${CARGO_TARGET_DIR:-$root/target}
+release=$target/release
+stage=$target/dist-stage
+version=$(sed -n '/^\[workspace.package\]/,/^\[/s/^version = "\(.*\)"$/\1/p' Cargo.toml)
+[ -n "$version" ] || { echo "dist: no version in [workspace.package] of Cargo.toml" >&2; exit 1; }
+triple=x86_64-linux-gnu
+case "$(uname -sm)" in
+    "Linux x86_64") node_platform=linux-x64-gnu ;;
+    *) echo "dist: only Linux x86_64 (glibc) is packaged so far, not $(uname -sm)" >&2; exit 1 ;;
+esac
+
+step_start=$SECONDS
+step() {
+    [ -z "${current:-}" ] || echo "dist: $current took $((SECONDS - step_start)) s"
+    current=$*
+    step_start=$SECONDS
+    printf '\n==== dist: %s\n' "$*"
+}
+
+rm -rf "$out" "$stage"
+mkdir -p "$out" "$stage"
+
+step "cargo build --release: libcosid, the Node addon, the CLI (every store)"
+# The Python module is built by maturin below, on this build: its crate adds only pyo3 to the same feature set
+# (`cargo tree -e features` shows it), so the core and every shared dependency are compiled once. It is left out
+# here because maturin builds pyo3 with its own environment: building it here too would rebuild pyo3 each time.
+cargo build --release --locked -p cosid-ffi -p cosid-node -p cosid-cli --features cosid-cli/stores
+
+step "Python: abi3 wheel (maturin, manylinux tag from the symbols the module uses) and sdist"
+tools=$target/dist-tools
+if ! "$tools/bin/maturin" --version 2>/dev/null | grep -qx "maturin $MATURIN_VERSION"; then
+    rm -rf "$tools"
+    python3 -m venv "$tools"
+    "$tools/bin/python" -m pip install -q "maturin==$MATURIN_VERSION"
+fi
+# Same profile, features and target folder as the build above: the core and every dependency are reused.
+# `--compatibility manylinux_2_34` fails the build if the module needs a newer glibc than the tag says.
+"$tools/bin/maturin" build --release --locked --manifest-path bindings/python/Cargo.toml \
+    --compatibility manylinux_2_34 --out "$out"
+"$tools/bin/maturin" sdist --manifest-path bindings/python/Cargo.toml --out "$out"
+
+step "Node: the platform package with the prebuilt addon, and the package (npm pack)"
+node_version=$(node -p "require('./bindings/node/package.json').version")
+platform_pkg=$stage/node/$node_platform
+main_pkg=$stage/node/cosid
+mkdir -p "$platform_pkg" "$main_pkg"
+cp bindings/node/npm/$node_platform/package.json bindings/node/npm/$node_platform/README.md "$platform_pkg/"
+cp "$release/libcosid_node.so" "$platform_pkg/cosid.$node_platform.node"
+strip --strip-debug "$platform_pkg/cosid.$node_platform.node"
+cp bindings/node/package.json bindings/node/README.md bindings/node/index.js bindings/node/index.mjs \
+    bindings/node/index.d.ts bindings/node/index.d.mts bindings/node/platform.js "$main_pkg/"
+cp LICENSE-MIT LICENSE-APACHE "$platform_pkg/"
+cp LICENSE-MIT LICENSE-APACHE "$main_pkg/"
+# As `napi pre-publish` does: the platform packages become optional dependencies of the package at packing time
+# (listed in the checkout, they would make `npm ci` there fetch a package that is not published yet).
+node -e '
+  const fs = require("node:fs")
+  const [file, version, ...names] = process.argv.slice(1)
+  const pkg = JSON.parse(fs.readFileSync(file, "utf8"))
+  delete pkg.devDependencies
+  delete pkg.scripts
+  pkg.optionalDependencies = Object.fromEntries(names.map((n) => [n, version]))
+  fs.writeFileSync(file, JSON.stringify(pkg, null, 2) + "\n")
+' "$main_pkg/package.json" "$node_version" "cosid-$node_platform"
+(cd "$platform_pkg" && npm pack --silent --pack-destination "$out" >/dev/null)
+(cd "$main_pkg" && npm pack --silent --pack-destination "$out" >/dev/null)
+
+step "C: libcosid tarball (shared and static library, header, pkg-config, CMake)"
+c_name=libcosid-$version-$triple
+PREFIX="$stage/$c_name" COSID_SKIP_BUILD=1 scripts/install-c.sh >/dev/null
+mkdir -p "$stage/$c_name/share/doc/cosid"
+cp LICENSE-MIT LICENSE-APACHE README.md "$stage/$c_name/share/doc/cosid/"
+strip --strip-debug "$stage/$c_name/lib/libcosid.so.$version" "$stage/$c_name/lib/libcosid.a"
+tar -C "$stage" --owner=0 --group=0 --numeric-owner -czf "$out/$c_name.tar.gz" "$c_name"
+
+step "CLI: the cosid binary (every store)"
+cli_name=cosid-cli-$version-$triple
+mkdir -p "$stage/$cli_name/bin"
+install -m 755 "$release/cosid" "$stage/$cli_name/bin/cosid"
+strip --strip-debug "$stage/$cli_name/bin/cosid"
+cp LICENSE-MIT LICENSE-APACHE README.md "$stage/$cli_name/"
+tar -C "$stage" --owner=0 --group=0 --numeric-owner -czf "$out/$cli_name.tar.gz" "$cli_name"
+
+step "checksums"
+(cd "$out" && sha256sum -- * > SHA256SUMS && cat SHA256SUMS)
+current=""
+echo "dist: done in $SECONDS s: $out"
