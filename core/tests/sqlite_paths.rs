@@ -331,3 +331,28 @@ fn a_database_deleted_under_a_live_holder_stops_it_and_holds_off_the_next() {
 fn a_database_replaced_under_a_live_holder_stops_it_and_holds_off_the_next() {
     lose_the_file_under_a_live_holder(Loss::Replaced);
 }
+
+/// A hard link made, then another file renamed over the first name: the old file has one name again (the link),
+/// but the live holder still has it open through the first name, with its WAL beside that name. A process started
+/// on the link would read the file without that WAL (an old view of the leases) and take a held slot. It is refused
+/// while any process has the file open through another path.
+#[cfg(unix)]
+#[test]
+fn a_database_left_with_only_a_link_after_a_replace_is_refused_while_held() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("leases.db");
+    let link = dir.path().join("other-name.db");
+    let mut a = spawn("a", dir.path(), &db, &[]);
+    a.wait_for_ids(1_000);
+    std::fs::hard_link(&db, &link).unwrap();
+    let fresh = dir.path().join("fresh.db");
+    drop(SqliteStore::open(&fresh, Arc::new(SystemClock)).unwrap());
+    std::fs::rename(&fresh, &db).unwrap();
+    let mut b = spawn("b", dir.path(), &link, &[]);
+    let log = b.expect_refused(&[&a]);
+    assert!(
+        log.contains("[CONFIG]") && log.contains("another path"),
+        "{log}"
+    );
+    assert_unique(&[&a, &b]);
+}

@@ -65,7 +65,7 @@ struct OpenState {
     /// The open database; `None` after its file was found replaced, until a call opens the path's new file.
     db: Option<Db>,
     /// Holders locks on files found replaced, each kept until the clock passes the ceiling beside it.
-    retired: Vec<(File, u64)>,
+    retired: Vec<((File, holders::Claim), u64)>,
     /// The highest ceiling of any lease this store granted or extended: no id of this process lies past it.
     ceiling: u64,
 }
@@ -73,9 +73,11 @@ struct OpenState {
 /// A connection, the identity of the file it has open, and this process's share of its holders lock.
 #[derive(Debug)]
 struct Db {
+    /// Dropped first: the claim on the file below must outlive the connection (see `Holders::claim_file`).
     conn: Connection,
     file: FileId,
     holders: File,
+    claim: holders::Claim,
 }
 
 fn unavailable(e: impl std::error::Error + Send + Sync + 'static) -> StoreError {
@@ -139,7 +141,7 @@ impl SqliteStore {
             Ok(()) => {}
             Err(e @ StoreError::Regression { .. }) => {
                 let until = state.ceiling;
-                state.retired.push((db.holders, until));
+                state.retired.push(((db.holders, db.claim), until));
                 return Err(e);
             }
             Err(e) => {
@@ -216,6 +218,7 @@ impl Db {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
             Err(e) => return Err(unavailable(e)),
         };
+        let claim = holders.claim_file(real)?;
         let mut conn = Connection::open(real).map_err(unavailable)?;
         conn.busy_timeout(Duration::from_secs(10))
             .map_err(unavailable)?;
@@ -237,11 +240,19 @@ impl Db {
         if let Some(why) = file_identity::second_name(real, &meta) {
             return Err(refuse(why));
         }
-        Ok(holders.settle(real, file)?.map(|holders| Db {
-            conn,
-            file,
-            holders,
-        }))
+        match holders.settle(real, file)? {
+            Ok(holders) => Ok(Ok(Db {
+                conn,
+                file,
+                holders,
+                claim,
+            })),
+            Err(why) => {
+                drop(conn);
+                drop(claim);
+                Ok(Err(why))
+            }
+        }
     }
 }
 

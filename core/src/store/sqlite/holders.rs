@@ -130,6 +130,108 @@ impl Holders {
     }
 }
 
+impl Holders {
+    /// Takes this process's share of the lock on the database file itself (its inode, whatever path reaches
+    /// it), before SQLite opens it. The holders lock beside the path sees only processes on that path: a process
+    /// alone on its path while others hold the same file open through another one (a hard link left as the only
+    /// name after a file was renamed over the first, the file bind-mounted alone) would read it without their WAL
+    /// and take a held slot. Refused then, with the path named. The claim lasts while the returned guard lives.
+    pub(super) fn claim_file(&self, db: &Path) -> Result<Claim, StoreError> {
+        #[cfg(unix)]
+        {
+            claim_file(db, self.alone)
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = db;
+            Ok(Claim)
+        }
+    }
+}
+
+/// This process's share of the lock on one database file; the last one of a file lets go of it.
+#[derive(Debug)]
+pub(super) struct Claim(#[cfg(unix)] FileId);
+
+/// The database files this process has open for the locks on their inodes, with how many stores use each. One
+/// descriptor per file, closed only when no store of this process has the file open: closing any descriptor of
+/// a file drops every POSIX lock the process holds on it, SQLite's included.
+#[cfg(unix)]
+static CLAIMED: std::sync::Mutex<Vec<(FileId, File, usize)>> = std::sync::Mutex::new(Vec::new());
+
+#[cfg(unix)]
+impl Drop for Claim {
+    fn drop(&mut self) {
+        let mut claimed = CLAIMED.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(i) = claimed.iter().position(|(id, _, _)| *id == self.0) {
+            claimed[i].2 -= 1;
+            if claimed[i].2 == 0 {
+                claimed.swap_remove(i);
+            }
+        }
+    }
+}
+
+#[cfg(unix)]
+fn claim_file(db: &Path, alone: bool) -> Result<Claim, StoreError> {
+    let mut claimed = CLAIMED.lock().unwrap_or_else(|e| e.into_inner());
+    let take = |id: FileId, file: Option<File>, claimed: &mut Vec<(FileId, File, usize)>| {
+        match claimed.iter_mut().find(|(known, _, _)| *known == id) {
+            Some(entry) => {
+                entry.2 += 1;
+                // A second descriptor of a file in use here must not be closed either: keep it with the first.
+                if let Some(f) = file {
+                    std::mem::forget(f);
+                }
+            }
+            None => claimed.push((id, file.expect("a new file comes with its descriptor"), 1)),
+        }
+        Claim(id)
+    };
+    if let Ok(meta) = std::fs::metadata(db) {
+        let id = FileId::of(&meta);
+        if claimed.iter().any(|(known, _, _)| *known == id) {
+            return Ok(take(id, None, &mut claimed));
+        }
+    }
+    // Not open in this process (under the lock, no other thread opens it now): a descriptor of our own may
+    // still be closed below without touching a connection's locks.
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(db)
+        .map_err(|e| io_error(db, "cannot open", e))?;
+    let id = FileId::of(&file.metadata().map_err(unavailable)?);
+    if claimed.iter().any(|(known, _, _)| *known == id) {
+        // Renamed into place since the look above: in use here already.
+        return Ok(take(id, Some(file), &mut claimed));
+    }
+    if alone {
+        // Nobody else is on this path. Anyone holding the file is on another one.
+        match file.try_lock() {
+            Ok(()) => {}
+            Err(TryLockError::WouldBlock) => {
+                return Err(StoreError::UnsafeFile {
+                    store: super::KIND,
+                    path: db.to_owned(),
+                    reason: format!(
+                        "another process has this database file ({id}) open through another path (a hard link, \
+                         perhaps left as its only name after another file was renamed over the first, or the file \
+                         mounted alone); processes on two paths would each keep their own WAL and take the same \
+                         slot. Use the path the others use"
+                    ),
+                })
+            }
+            Err(TryLockError::Error(e)) => return Err(io_error(db, "cannot lock", e)),
+        }
+    }
+    file.lock_shared()
+        .map_err(|e| io_error(db, "cannot lock", e))?;
+    Ok(take(id, Some(file), &mut claimed))
+}
+
 fn io_error(path: &Path, what: &str, e: std::io::Error) -> StoreError {
     unavailable(std::io::Error::new(
         e.kind(),
