@@ -195,31 +195,32 @@ pub fn analyze(logs: &RunLogs, layout: &Layout) -> Analysis {
         .collect();
     let generation = |at: u64| replaced_at.iter().filter(|&&r| r <= at).count();
     // The alarms the file-replace fault explains: the store's own "the file was replaced" after such a fault, and
-    // any later alarm of a runtime that has seen it since the last replacement (in the new file, which starts its
-    // fences again, its first grant repeats a fence the runtime held in the old one).
+    // any later alarm of a runtime that has seen a replacement (in a newer file, which starts its fences again, a
+    // grant repeats a fence the runtime held in an older one).
     let expected: std::collections::BTreeSet<(usize, usize)> = logs
         .incarnations
         .iter()
         .enumerate()
         .flat_map(|(h, inc)| {
-            let mut saw: Option<u64> = None;
+            let mut saw = false;
             let mut out = Vec::new();
             for (k, l) in inc.events.iter().enumerate() {
                 if l.name != "STORE_REGRESSION" {
                     continue;
                 }
-                let Some(last_replace) = replaced_at.iter().copied().filter(|&r| r <= l.at).max()
-                else {
+                if !replaced_at.iter().any(|&r| r <= l.at) {
                     continue;
-                };
+                }
                 let says_replaced = l
                     .reason
                     .as_deref()
                     .is_some_and(|r| FILE_REPLACED_ALARMS.iter().any(|m| r.contains(m)));
                 if says_replaced {
-                    saw = Some(l.at);
+                    saw = true;
                     out.push((h, k));
-                } else if saw.is_some_and(|t| t >= last_replace) {
+                } else if saw {
+                    // Its history spans the files: a grant in a newer one may repeat a fence it held in an older
+                    // one, whichever replacement it last saw (a runtime kept through two replacements).
                     out.push((h, k));
                 }
             }
