@@ -287,3 +287,43 @@ fn the_dashboard_shows_slots_holders_and_windows() {
         "{page}"
     );
 }
+
+/// The first `/v1/ids` request of a namespace waits for a slot; meanwhile other namespaces and `/metrics` answer.
+/// (Its one slot, with `--bits 1`, both are held by other runtimes; the request waits out its acquire timeout.)
+#[test]
+fn a_namespace_waiting_for_a_slot_holds_up_no_other_request() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut serve = Serve::start(&sqlite(&dir), &["--bits", "1", "--acquire-timeout", "20s"]);
+    let store = sqlite(&dir);
+    let hold = |_: usize| {
+        cosid::Runtime::builder()
+            .store(store.as_str())
+            .namespace("full")
+            .bits(1)
+            .build()
+            .unwrap()
+    };
+    let held: Vec<_> = (0..2).map(hold).collect();
+    let url = serve.url.clone();
+    let waiting =
+        std::thread::spawn(move || curl(&format!("{url}/v1/namespaces/full/ids?n=1"), &[]));
+    // Give the waiting request time to reach the server and start its acquisition.
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let Some((body, status)) = curl(&format!("{}/v1/namespaces/other/ids?n=3", serve.url), &[])
+    else {
+        eprintln!("skipped: curl is not installed");
+        return;
+    };
+    assert_eq!(status, 200, "{body}");
+    let (metrics, status) = curl(&format!("{}/metrics", serve.url), &[]).unwrap();
+    assert_eq!(status, 200, "{metrics}");
+    assert!(
+        !waiting.is_finished(),
+        "the request on the full namespace answered before the others were served: {:?}",
+        waiting.join()
+    );
+    drop(held);
+    let (body, status) = waiting.join().unwrap().unwrap();
+    assert_eq!(status, 200, "{body}");
+    serve.stop();
+}

@@ -33,8 +33,9 @@ pub struct State {
     pub metrics: Arc<Metrics>,
     /// The settings of the runtimes of `/v1/ids` (ttl, bits, layout, ...); the namespace is the request's.
     pub config: Config,
-    /// One runtime per namespace, made on its first `/v1/ids` request.
-    pub runtimes: Mutex<HashMap<String, Arc<Runtime>>>,
+    /// One runtime per namespace, made on its first `/v1/ids` request. Each namespace has a cell of its own, so the
+    /// first request of one (which waits for a slot) holds up neither the others nor `/metrics`.
+    pub runtimes: Mutex<HashMap<String, RuntimeCell>>,
     /// Largest `n` of one `/v1/ids` request.
     pub max_ids: usize,
 }
@@ -48,8 +49,12 @@ impl State {
             .unwrap_or_else(|e| e.into_inner())
             .drain()
             .collect();
-        for (_, rt) in all {
-            rt.shutdown();
+        for (_, cell) in all {
+            // Waits for a start under way, then stops what it made.
+            let rt = cell.lock().unwrap_or_else(|e| e.into_inner()).take();
+            if let Some(rt) = rt {
+                rt.shutdown();
+            }
         }
     }
 
@@ -59,15 +64,24 @@ impl State {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .iter()
-            .map(|(ns, rt)| {
+            .filter_map(|(ns, cell)| {
+                // A namespace whose runtime is starting holds nothing yet; one whose start failed has none.
+                let rt = match cell.try_lock() {
+                    Ok(rt) => rt.clone()?,
+                    Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner().clone()?,
+                    Err(std::sync::TryLockError::WouldBlock) => return Some((ns.clone(), 0)),
+                };
                 let active = rt.status().state == cosid::State::Active;
-                (ns.clone(), u64::from(active))
+                Some((ns.clone(), u64::from(active)))
             })
             .collect()
     }
 }
 
 type S = Arc<State>;
+
+/// The runtime of one namespace of `/v1/ids`, once started.
+pub type RuntimeCell = Arc<Mutex<Option<Arc<Runtime>>>>;
 
 /// The lease API.
 pub fn router(state: S, max_body: usize) -> Router {
@@ -429,8 +443,16 @@ fn id_failed(state: &State, e: &cosid::Error) -> Response {
 
 /// The runtime of `namespace`, started (and its slot acquired) on first use.
 fn runtime(state: &Arc<State>, namespace: &str) -> Result<Arc<Runtime>, cosid::Error> {
-    let mut all = state.runtimes.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(rt) = all.get(namespace) {
+    let cell = state
+        .runtimes
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .entry(namespace.to_owned())
+        .or_default()
+        .clone();
+    // Only this namespace's requests wait while its runtime acquires a slot.
+    let mut slot = cell.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(rt) = &*slot {
         return Ok(rt.clone());
     }
     let metrics = state.metrics.clone();
@@ -446,7 +468,7 @@ fn runtime(state: &Arc<State>, namespace: &str) -> Result<Arc<Runtime>, cosid::E
         })
         .build()?;
     let rt = Arc::new(rt);
-    all.insert(namespace.to_owned(), rt.clone());
+    *slot = Some(rt.clone());
     Ok(rt)
 }
 
