@@ -45,7 +45,9 @@ eval "$(bash .ci/services/zookeeper.sh)"
 
 step "rust: format and lints"
 cargo fmt --all -- --check
-cargo clippy -p cosid -p cosid-cli -p cosid-bench --all-targets --all-features -- -D warnings
+# The Node addon's crate too: one check build for all (.ci/node.sh then skips its own).
+cargo clippy -p cosid -p cosid-cli -p cosid-bench -p cosid-node --all-targets --all-features -- -D warnings
+export COSID_NODE_LINTED=1
 
 step "rust: core and cli tests, every store against its real server"
 cargo test -p cosid -p cosid-cli --all-features
