@@ -6,6 +6,8 @@
 mod etcd;
 #[cfg(feature = "http")]
 pub mod http;
+#[cfg(any(feature = "etcd", feature = "zookeeper"))]
+mod json_record;
 mod memory;
 #[cfg(feature = "mysql")]
 mod mysql;

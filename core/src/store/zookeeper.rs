@@ -36,10 +36,9 @@
 use super::{BoxError, Inspection, LeaseStore, StoreError};
 use crate::clock::Clock;
 use crate::lease::{
-    layout_text, protocol, AcquireRequest, Acquired, Namespace, NamespaceConfig, NamespaceRecord,
-    Owner, SlotLease, SlotRecord,
+    protocol, AcquireRequest, Acquired, Namespace, NamespaceConfig, NamespaceRecord, SlotLease,
+    SlotRecord,
 };
-use serde_json::{json, Map, Value};
 use std::sync::Arc;
 use std::time::Duration;
 use zookeeper_client::{
@@ -132,152 +131,14 @@ fn corrupt(namespace: &Namespace, what: &str, detail: impl Into<String>) -> Stor
     }
 }
 
-fn encode_namespace(r: &NamespaceRecord) -> Vec<u8> {
-    json!({
-        "bits": r.bits,
-        "tolerance_ms": r.tolerance_ms,
-        "not_before": r.not_before,
-        "layout": r.layout.as_ref().map(layout_text::encode),
-    })
-    .to_string()
-    .into_bytes()
-}
-
-fn encode_slot(r: &SlotRecord) -> Vec<u8> {
-    let owner = r
-        .owner
-        .as_ref()
-        .map(|o| json!({ "key": o.key, "incarnation": o.incarnation.to_string() }));
-    json!({
-        "owner": owner,
-        "last_owner_key": r.last_owner_key,
-        "fence": r.fence,
-        "expires_at": r.expires_at,
-        "floor": r.floor,
-        "ceiling": r.ceiling,
-        "next_floor": r.next_floor,
-    })
-    .to_string()
-    .into_bytes()
-}
-
-/// Parses a stored value as a JSON object.
-fn object(ns: &Namespace, what: &str, raw: &[u8]) -> Result<Map<String, Value>, StoreError> {
-    match serde_json::from_slice::<Value>(raw) {
-        Ok(Value::Object(map)) => Ok(map),
-        Ok(other) => Err(corrupt(
-            ns,
-            what,
-            format!("expected a JSON object, found {other}"),
-        )),
-        Err(e) => Err(corrupt(
-            ns,
-            what,
-            format!("not JSON ({e}): {:?}", String::from_utf8_lossy(raw)),
-        )),
-    }
-}
-
-fn number(
-    ns: &Namespace,
-    what: &str,
-    map: &Map<String, Value>,
-    field: &str,
-) -> Result<u64, StoreError> {
-    match map.get(field) {
-        Some(v) => v.as_u64().ok_or_else(|| {
-            corrupt(
-                ns,
-                what,
-                format!("{field} is {v}; expected a non-negative integer"),
-            )
-        }),
-        None => Err(corrupt(ns, what, format!("{field} is missing"))),
-    }
-}
-
-/// A string or null; the field must be present.
-fn text(
-    ns: &Namespace,
-    what: &str,
-    map: &Map<String, Value>,
-    field: &str,
-) -> Result<Option<String>, StoreError> {
-    match map.get(field) {
-        Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) => Ok(Some(s.clone())),
-        Some(v) => Err(corrupt(
-            ns,
-            what,
-            format!("{field} is {v}; expected a string or null"),
-        )),
-        None => Err(corrupt(ns, what, format!("{field} is missing"))),
-    }
-}
+use super::json_record::{encode_namespace, encode_slot, parse_slot};
 
 fn decode_namespace(ns: &Namespace, raw: &[u8]) -> Result<NamespaceRecord, StoreError> {
-    let what = "the namespace record";
-    let map = object(ns, what, raw)?;
-    let bits = number(ns, what, &map, "bits")?;
-    let bits = u8::try_from(bits)
-        .ok()
-        .filter(|b| (1..=31).contains(b))
-        .ok_or_else(|| corrupt(ns, what, format!("bits {bits} is not 1 to 31")))?;
-    Ok(NamespaceRecord {
-        bits,
-        tolerance_ms: number(ns, what, &map, "tolerance_ms")?,
-        not_before: number(ns, what, &map, "not_before")?,
-        // Absent from records written before layouts were recorded.
-        layout: match map.get("layout") {
-            None => None,
-            Some(_) => text(ns, what, &map, "layout")?,
-        }
-        .map(|l| layout_text::decode(&l))
-        .transpose()
-        .map_err(|e| corrupt(ns, what, e))?,
-    })
+    super::json_record::decode_namespace(KIND, ns, raw)
 }
 
 fn decode_slot(ns: &Namespace, slot: u32, raw: &[u8]) -> Result<SlotRecord, StoreError> {
-    let what = format!("slot {slot}");
-    let what = what.as_str();
-    let map = object(ns, what, raw)?;
-    let owner = match map.get("owner") {
-        None => return Err(corrupt(ns, what, "owner is missing")),
-        Some(Value::Null) => None,
-        Some(Value::Object(o)) => {
-            let key =
-                text(ns, what, o, "key")?.ok_or_else(|| corrupt(ns, what, "owner key is null"))?;
-            let inc = text(ns, what, o, "incarnation")?
-                .ok_or_else(|| corrupt(ns, what, "owner incarnation is null"))?;
-            let incarnation = inc
-                .parse()
-                .map_err(|_| corrupt(ns, what, format!("incarnation {inc:?} is not a UUID")))?;
-            Some(Owner { key, incarnation })
-        }
-        Some(v) => {
-            return Err(corrupt(
-                ns,
-                what,
-                format!("owner is {v}; expected an object or null"),
-            ))
-        }
-    };
-    Ok(SlotRecord {
-        slot,
-        owner,
-        last_owner_key: text(ns, what, &map, "last_owner_key")?,
-        fence: number(ns, what, &map, "fence")?,
-        expires_at: number(ns, what, &map, "expires_at")?,
-        floor: number(ns, what, &map, "floor")?,
-        ceiling: number(ns, what, &map, "ceiling")?,
-        next_floor: number(ns, what, &map, "next_floor")?,
-    })
-}
-
-/// A slot number as written in a znode name: canonical decimal, so that `7` and `07` cannot both exist.
-fn parse_slot(s: &str) -> Option<u32> {
-    s.parse::<u32>().ok().filter(|n| n.to_string() == s)
+    super::json_record::decode_slot(KIND, ns, slot, raw)
 }
 
 /// The znodes of one namespace.
