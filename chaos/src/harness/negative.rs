@@ -40,7 +40,13 @@ impl Run<'_> {
                 if now + age + Duration::from_secs(3) > end {
                     return Ok(Rollback::Done);
                 }
-                self.snapshot();
+                if !self.snapshot() {
+                    // No copy (the store was down: a crash fault's restart pending): nothing to put back; try
+                    // again shortly rather than restore a copy that is not there.
+                    return Ok(Rollback::Waiting {
+                        copy_at: now + Duration::from_millis(500),
+                    });
+                }
                 Rollback::Copied {
                     copied_at: now,
                     restore_at: now + age,
@@ -75,7 +81,8 @@ impl Run<'_> {
         })
     }
 
-    fn snapshot(&mut self) {
+    /// Copies the store's data; whether there is a copy to put back.
+    fn snapshot(&mut self) -> bool {
         let to = self.s.dir.join("snapshot");
         let r = match (
             &self.redis,
@@ -90,8 +97,14 @@ impl Run<'_> {
             (None, None, None, None) => Err(io::Error::other("no store")),
         };
         match r {
-            Ok(()) => self.note(Line::new(wall_ms(), "SNAPSHOT")),
-            Err(e) => self.note(Line::new(wall_ms(), "SNAPSHOT_FAILED").reason(e)),
+            Ok(()) => {
+                self.note(Line::new(wall_ms(), "SNAPSHOT"));
+                true
+            }
+            Err(e) => {
+                self.note(Line::new(wall_ms(), "SNAPSHOT_FAILED").reason(e));
+                false
+            }
         }
     }
 
