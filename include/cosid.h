@@ -618,7 +618,7 @@ cosid_result cosid_config_from_env(struct cosid_config **out);
  * Sets one setting from text. Keys and values:
  *
  * - `store`: a store URL (`sqlite:///var/lib/cosid/leases.db`, `memory:`, `redis://host:6379/0`,
- *   `postgres://...`, `mysql://...`, `etcd://host:2379`, `zookeeper://host:2181`), or a slot without a store:
+ *   `postgres://...`, `mysql://...`, `etcd://host:2379`, `zookeeper://host:2181`, `mongodb://host:27017/db`), or a slot without a store:
  *   `static:3?state_file=/var/lib/cosid/state&ahead=10s`, `static:ordinal` (the ordinal at the end of
  *   `HOSTNAME`), `manual:3`;
  * - `namespace`: the namespace name;

@@ -198,7 +198,7 @@ export declare function onEvent(callback: (event: CosidEvent) => void): () => vo
 export interface Options {
   /**
    * Store: `'sqlite:///path/leases.db'`, `'memory:'`, `'redis://...'`, `'postgres://...'`, `'mysql://...'`,
-   * `'etcd://host:port'`, `'zookeeper://host:port'`, or a slot without a store: `'static:3?state_file=/path'`, `'static:ordinal'`,
+   * `'etcd://host:port'`, `'zookeeper://host:port'`, `'mongodb://host:port/db'`, or a slot without a store: `'static:3?state_file=/path'`, `'static:ordinal'`,
    * `'manual:3'` (`COSID_STORE`; default: an SQLite file in the user's state directory).
    */
   store?: string

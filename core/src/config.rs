@@ -78,7 +78,7 @@ pub const DEFAULT_BITS: u8 = 10;
 pub const ENV_VARS: &[(&str, &str)] = &[
     (
         "COSID_STORE",
-        "store URL (sqlite:///path, memory:, redis://, postgres://, mysql://, etcd://, zookeeper://, http://)",
+        "store URL (sqlite:///path, memory:, redis://, postgres://, mysql://, etcd://, zookeeper://, mongodb://, http://)",
     ),
     ("COSID_NAMESPACE", "namespace name (default `default`)"),
     ("COSID_LAYOUT", "millis (default), seconds or js-safe"),

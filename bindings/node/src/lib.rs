@@ -279,7 +279,7 @@ pub fn from_base62(env: Env, text: Unknown) -> Result<u64, Thrown> {
 #[derive(Debug)]
 pub struct Options {
     /// Store: `'sqlite:///path/leases.db'`, `'memory:'`, `'redis://...'`, `'postgres://...'`, `'mysql://...'`,
-    /// `'etcd://host:port'`, `'zookeeper://host:port'`, or a slot without a store: `'static:3?state_file=/path'`, `'static:ordinal'`,
+    /// `'etcd://host:port'`, `'zookeeper://host:port'`, `'mongodb://host:port/db'`, or a slot without a store: `'static:3?state_file=/path'`, `'static:ordinal'`,
     /// `'manual:3'` (`COSID_STORE`; default: an SQLite file in the user's state directory).
     pub store: Option<String>,
     /// Namespace name (`COSID_NAMESPACE`; default `'default'`).

@@ -74,7 +74,7 @@ pub const SETTINGS: &[Setting] = &[
         env: "COSID_STORE",
         kind: Kind::Store,
         default: "the SQLite file $XDG_STATE_HOME/cosid/leases.db",
-        doc: "store: sqlite:///path, memory:, redis://, postgres://, mysql://, etcd://, zookeeper://, http://, \
+        doc: "store: sqlite:///path, memory:, redis://, postgres://, mysql://, etcd://, zookeeper://, mongodb://, http://, \
               static:SLOT[?state_file=PATH&ahead=DURATION], static:ordinal, manual:SLOT",
     },
     Setting {

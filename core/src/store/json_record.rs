@@ -1,8 +1,10 @@
 //! The JSON form of the namespace and slot records, for the stores that keep each record as one value (etcd,
-//! ZooKeeper): one encoder and one strict decoder, so both stores read and refuse exactly the same records.
+#![cfg_attr(not(any(feature = "etcd", feature = "zookeeper")), allow(dead_code))]
+//! ZooKeeper) or one document (MongoDB, through its relaxed extended JSON): one encoder and one strict decoder, so
+//! these stores read and refuse exactly the same records.
 
 use super::StoreError;
-use crate::lease::{layout_text, Namespace, NamespaceRecord, Owner, SlotRecord};
+use crate::lease::{layout_text, protocol, Namespace, NamespaceRecord, Owner, SlotRecord};
 use serde_json::{json, Map, Value};
 
 fn corrupt(
@@ -19,17 +21,25 @@ fn corrupt(
 }
 
 pub(super) fn encode_namespace(r: &NamespaceRecord) -> Vec<u8> {
+    namespace_value(r).to_string().into_bytes()
+}
+
+/// The namespace record as a JSON object.
+pub(super) fn namespace_value(r: &NamespaceRecord) -> Value {
     json!({
         "bits": r.bits,
         "tolerance_ms": r.tolerance_ms,
         "not_before": r.not_before,
         "layout": r.layout.as_ref().map(layout_text::encode),
     })
-    .to_string()
-    .into_bytes()
 }
 
 pub(super) fn encode_slot(r: &SlotRecord) -> Vec<u8> {
+    slot_value(r).to_string().into_bytes()
+}
+
+/// The slot record as a JSON object (without its slot number, which the key or node name holds).
+pub(super) fn slot_value(r: &SlotRecord) -> Value {
     let owner = r
         .owner
         .as_ref()
@@ -43,30 +53,34 @@ pub(super) fn encode_slot(r: &SlotRecord) -> Vec<u8> {
         "ceiling": r.ceiling,
         "next_floor": r.next_floor,
     })
-    .to_string()
-    .into_bytes()
 }
 
-/// Parses a stored value as a JSON object.
-fn object(
-    store: &'static str,
-    ns: &Namespace,
-    what: &str,
-    raw: &[u8],
-) -> Result<Map<String, Value>, StoreError> {
-    match serde_json::from_slice::<Value>(raw) {
-        Ok(Value::Object(map)) => Ok(map),
-        Ok(other) => Err(corrupt(
-            store,
-            ns,
-            what,
-            format!("expected a JSON object, found {other}"),
-        )),
-        Err(e) => Err(corrupt(
+/// Parses a stored value as JSON.
+fn parse(store: &'static str, ns: &Namespace, what: &str, raw: &[u8]) -> Result<Value, StoreError> {
+    serde_json::from_slice::<Value>(raw).map_err(|e| {
+        corrupt(
             store,
             ns,
             what,
             format!("not JSON ({e}): {:?}", String::from_utf8_lossy(raw)),
+        )
+    })
+}
+
+/// A stored value that must be a JSON object.
+fn object(
+    store: &'static str,
+    ns: &Namespace,
+    what: &str,
+    value: Value,
+) -> Result<Map<String, Value>, StoreError> {
+    match value {
+        Value::Object(map) => Ok(map),
+        other => Err(corrupt(
+            store,
+            ns,
+            what,
+            format!("expected a JSON object, found {other}"),
         )),
     }
 }
@@ -118,12 +132,29 @@ pub(super) fn decode_namespace(
     raw: &[u8],
 ) -> Result<NamespaceRecord, StoreError> {
     let what = "the namespace record";
-    let map = object(store, ns, what, raw)?;
+    namespace_from_value(store, ns, parse(store, ns, what, raw)?)
+}
+
+/// The namespace record from a JSON object; fields other than the record's are refused only by the caller.
+pub(super) fn namespace_from_value(
+    store: &'static str,
+    ns: &Namespace,
+    value: Value,
+) -> Result<NamespaceRecord, StoreError> {
+    let what = "the namespace record";
+    let map = object(store, ns, what, value)?;
     let bits = number(store, ns, what, &map, "bits")?;
     let bits = u8::try_from(bits)
         .ok()
-        .filter(|b| (1..=31).contains(b))
-        .ok_or_else(|| corrupt(store, ns, what, format!("bits {bits} is not 1 to 31")))?;
+        .filter(|b| (1..=protocol::MAX_BITS).contains(b))
+        .ok_or_else(|| {
+            corrupt(
+                store,
+                ns,
+                what,
+                format!("bits {bits} is not 1 to {}", protocol::MAX_BITS),
+            )
+        })?;
     Ok(NamespaceRecord {
         bits,
         tolerance_ms: number(store, ns, what, &map, "tolerance_ms")?,
@@ -145,9 +176,20 @@ pub(super) fn decode_slot(
     slot: u32,
     raw: &[u8],
 ) -> Result<SlotRecord, StoreError> {
+    let value = parse(store, ns, &format!("slot {slot}"), raw)?;
+    slot_from_value(store, ns, slot, value)
+}
+
+/// Slot `slot`'s record from a JSON object.
+pub(super) fn slot_from_value(
+    store: &'static str,
+    ns: &Namespace,
+    slot: u32,
+    value: Value,
+) -> Result<SlotRecord, StoreError> {
     let what = format!("slot {slot}");
     let what = what.as_str();
-    let map = object(store, ns, what, raw)?;
+    let map = object(store, ns, what, value)?;
     let owner = match map.get("owner") {
         None => return Err(corrupt(store, ns, what, "owner is missing")),
         Some(Value::Null) => None,

@@ -6,9 +6,11 @@
 mod etcd;
 #[cfg(feature = "http")]
 pub mod http;
-#[cfg(any(feature = "etcd", feature = "zookeeper"))]
+#[cfg(any(feature = "etcd", feature = "zookeeper", feature = "mongodb"))]
 mod json_record;
 mod memory;
+#[cfg(feature = "mongodb")]
+mod mongodb;
 #[cfg(feature = "mysql")]
 mod mysql;
 #[cfg(feature = "postgres")]
@@ -27,6 +29,8 @@ pub use etcd::EtcdStore;
 #[cfg(feature = "http")]
 pub use http::HttpStore;
 pub use memory::MemoryStore;
+#[cfg(feature = "mongodb")]
+pub use mongodb::MongoStore;
 #[cfg(feature = "mysql")]
 pub use mysql::MysqlStore;
 #[cfg(feature = "postgres")]

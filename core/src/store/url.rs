@@ -25,6 +25,8 @@ pub enum StoreUrl {
     Http(String),
     /// `zookeeper://[user:password@]host:port[,host:port...][/chroot]`.
     Zookeeper(String),
+    /// `mongodb://[user:password@]host[:port][,host[:port]...][/database][?options]`.
+    Mongodb(String),
 }
 
 impl StoreUrl {
@@ -75,8 +77,24 @@ impl StoreUrl {
                 }
                 Ok(StoreUrl::Zookeeper(url.to_owned()))
             }
+            "mongodb" => {
+                let usage = "expected mongodb://[user:password@]host[:port][,host[:port]...][/database][?options]";
+                let authority = rest
+                    .strip_prefix("//")
+                    .map(|r| r.split(['/', '?']).next().unwrap_or(""))
+                    .map(|a| a.rsplit_once('@').map_or(a, |(_, h)| h))
+                    .ok_or_else(|| invalid(usage))?;
+                if authority.split(',').any(str::is_empty) {
+                    return Err(invalid(usage));
+                }
+                Ok(StoreUrl::Mongodb(url.to_owned()))
+            }
+            "mongodb+srv" => Err(invalid(
+                "mongodb+srv:// (a DNS seed list) is not supported: list the hosts, \
+                 mongodb://host1:27017,host2:27017/?replicaSet=NAME",
+            )),
             other => Err(invalid(&format!(
-                "unknown scheme {other:?}; expected sqlite, memory, redis, rediss, postgres, mysql, etcd, zookeeper, http or https"
+                "unknown scheme {other:?}; expected sqlite, memory, redis, rediss, postgres, mysql, etcd, zookeeper, mongodb, http or https"
             ))),
         }
     }
@@ -102,6 +120,7 @@ impl std::fmt::Display for StoreUrl {
             | StoreUrl::Postgres(u)
             | StoreUrl::Mysql(u)
             | StoreUrl::Zookeeper(u)
+            | StoreUrl::Mongodb(u)
             | StoreUrl::Http(u) => f.write_str(&redacted(u)),
             StoreUrl::Etcd(hosts) => f.write_str(&redacted(&format!("etcd://{}", hosts.join(",")))),
         }
@@ -312,6 +331,10 @@ pub async fn open(
         StoreUrl::Zookeeper(url) => Ok(Arc::new(super::ZookeeperStore::open(url, clock)?)),
         #[cfg(not(feature = "zookeeper"))]
         StoreUrl::Zookeeper(_) => Err(not_built("zookeeper", "zookeeper")),
+        #[cfg(feature = "mongodb")]
+        StoreUrl::Mongodb(url) => Ok(Arc::new(super::MongoStore::open(url).await?)),
+        #[cfg(not(feature = "mongodb"))]
+        StoreUrl::Mongodb(_) => Err(not_built("mongodb", "mongodb")),
     }
 }
 
@@ -353,6 +376,10 @@ mod tests {
         assert_eq!(
             StoreUrl::parse("zookeeper://a:2181,b:2181/apps/ids").unwrap(),
             StoreUrl::Zookeeper("zookeeper://a:2181,b:2181/apps/ids".into())
+        );
+        assert_eq!(
+            StoreUrl::parse("mongodb://a:27017,b/ids?replicaSet=rs0").unwrap(),
+            StoreUrl::Mongodb("mongodb://a:27017,b/ids?replicaSet=rs0".into())
         );
     }
 
@@ -418,6 +445,11 @@ mod tests {
             "zookeeper://ids:Hun/ter2pw@127.0.0.1:2181",
             &["Hun/ter2pw", "ter2pw"],
         ),
+        (
+            "mongodb://ids:Hunter2pw@127.0.0.1:27017,127.0.0.2:27017/ids?replicaSet=rs0",
+            &["Hunter2pw"],
+        ),
+        ("mongodb+srv://ids:Hunter2pw@cluster.example", &["Hunter2pw"]),
     ];
 
     fn assert_hidden(shown: &str, url: &str, secrets: &[&str]) {
@@ -486,6 +518,10 @@ mod tests {
                 "zookeeper://ids:***@a:2181,b:2181/apps/ids",
             ),
             ("zookeeper://a:2181/apps", "zookeeper://a:2181/apps"),
+            (
+                "mongodb://ids:pw@a:27017,b:27017/ids?w=majority",
+                "mongodb://ids:***@a:27017,b:27017/ids?w=majority",
+            ),
             ("memory:", "memory:"),
             (
                 "static:3?state_file=/var/lib/s",
@@ -513,6 +549,10 @@ mod tests {
             "https:x",
             "zookeeper://",
             "zookeeper://a/x",
+            "mongodb://",
+            "mongodb://a,,b/x",
+            "mongodb:a",
+            "mongodb+srv://cluster.example/x",
             "memory:/x",
         ] {
             assert!(

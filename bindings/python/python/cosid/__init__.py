@@ -137,7 +137,7 @@ def configure(
     configures and then forks (gunicorn ``--preload``) holds no slot it does not use.
 
     :param store: store URL: ``sqlite:///path/leases.db``, ``memory:`` (this process only), ``redis://...``,
-        ``postgres://...``, ``mysql://...``, ``etcd://host:port``, ``zookeeper://host:port``; or a slot without a store:
+        ``postgres://...``, ``mysql://...``, ``etcd://host:port``, ``zookeeper://host:port``, ``mongodb://host:port/db``; or a slot without a store:
         ``static:3?state_file=/var/lib/app/cosid.state``, ``static:ordinal`` (a StatefulSet's ordinal),
         ``manual:3``.
     :param namespace: the namespace (ids are unique within it); default ``"default"``.

@@ -1,0 +1,796 @@
+//! MongoDB (`mongodb://[user:password@]host[:port][,host[:port]...][/database][?options]`): one document per slot
+//! and one per namespace, changed by conditional single-document writes.
+//!
+//! The documents live in the collection `cosid_leases` of the URL's database (`cosid` when the URL names none).
+//! A namespace's record is the document `_id: "ns/<encoded name>"`, each slot's `_id: "slot/<encoded name>/<n>"`.
+//! Each document holds the record's fields as the etcd and ZooKeeper stores write them (numbers as 64-bit
+//! integers), its encoded namespace name in `ns` (and a slot's number in `slot`), and `rev`, a counter that every
+//! write of the document raises. An acquisition reads a namespace's documents with one query on `ns`, through an
+//! index the store creates on first use (never a scan of the collection).
+//!
+//! Each operation reads what its decision depends on, applies the rules of [`protocol`], and writes each document
+//! it changes with one conditional write: an update whose filter is the `_id` and the `rev` it read (which MongoDB
+//! applies atomically on the primary: it matches nothing if another writer got there first), or an insert, which
+//! the unique `_id` refuses if the document appeared since the read. A write that matches nothing means another
+//! writer got there first: the operation reads again and retries, a bounded number of times with a small jittered
+//! pause.
+//!
+//! - Acquisition writes the namespace record when it creates or upgrades it, then the slot it grants. It does not
+//!   lock the other slots or the namespace record it read unchanged: the slot it writes is conditional on the
+//!   state its decision was made on, and the other records do not change what that slot may be granted. A
+//!   `not_before` raised between its read and its write orders the raise after the acquisition, as it would
+//!   have been had the two not overlapped. An acquisition that finds the slot already held by its owner writes
+//!   that slot's `rev` anyway, so the primary (not a server behind it) confirms the lease.
+//! - Renewal and release read the namespace record (its absence while a slot is held is a regression) and write
+//!   their slot conditionally.
+//!
+//! Every write is acknowledged by a majority of the replica set (`w: majority`, a 5 s `wtimeout`) and every read
+//! is `readConcern: majority`, unless the URL says otherwise; a URL that weakens the write concern is reported by
+//! [`LeaseStore::durability`]. A read never decides alone: a decision read from a server behind the primary, or
+//! from a deposed primary, is a write that matches nothing or cannot reach a majority.
+//!
+//! The store clock is the primary's: the `localTime` of a `hello` answered by the primary, read at the start of
+//! each attempt, so that every decision is made on a time no later than the write that carries it.
+
+use super::json_record::{namespace_from_value, namespace_value, slot_from_value, slot_value};
+use super::{BoxError, Finding, Inspection, LeaseStore, StoreError};
+use crate::lease::{
+    protocol, AcquireRequest, Acquired, Namespace, NamespaceConfig, NamespaceRecord, SlotLease,
+    SlotRecord,
+};
+use mongodb::bson::{doc, Bson, Document};
+use mongodb::error::{ErrorKind, WriteFailure};
+use mongodb::options::{
+    Acknowledgment, ClientOptions, CollectionOptions, ReadConcern, WriteConcern,
+};
+use mongodb::{Client, Collection, IndexModel};
+use std::time::Duration;
+use tokio::sync::OnceCell;
+
+const KIND: &str = "mongodb";
+
+/// The collection that holds every record, in the URL's database.
+pub const COLLECTION: &str = "cosid_leases";
+/// The database when the URL names none.
+const DEFAULT_DATABASE: &str = "cosid";
+/// How long one operation (all its retries included) may take before it is reported as unavailable.
+const OPERATION_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long finding a server to talk to may take, unless the URL says (`serverSelectionTimeoutMS`).
+const SERVER_SELECTION_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long a majority may take to acknowledge a write before the primary answers that it did not.
+const MAJORITY_TIMEOUT: Duration = Duration::from_secs(5);
+/// How many times an operation whose conditional write matched nothing reads again and retries.
+const MAX_TRIES: u32 = 64;
+/// MongoDB's code for a duplicate key.
+const DUPLICATE_KEY: i32 = 11000;
+/// Server error codes after which the same request may succeed later: a primary stepping down or shutting down,
+/// a node not reachable, a write conflict, a time limit (from the server's error codes).
+const RETRYABLE_CODES: &[i32] = &[
+    6,     // HostUnreachable
+    7,     // HostNotFound
+    50,    // MaxTimeMSExpired
+    64,    // WriteConcernFailed
+    89,    // NetworkTimeout
+    91,    // ShutdownInProgress
+    112,   // WriteConflict
+    134,   // ReadConcernMajorityNotAvailableYet
+    189,   // PrimarySteppedDown
+    262,   // ExceededTimeLimit
+    9001,  // SocketException
+    10107, // NotWritablePrimary
+    11600, // InterruptedAtShutdown
+    11602, // InterruptedDueToReplStateChange
+    13435, // NotPrimaryNoSecondaryOk
+    13436, // NotPrimaryOrSecondary
+];
+
+/// Leases in a MongoDB deployment (a replica set, a sharded cluster or a standalone server); the store clock is
+/// the primary's. Cloning shares the client.
+///
+/// Opening parses the URL but does not connect: the first operation does.
+#[derive(Clone)]
+pub struct MongoStore {
+    /// The URL with its password replaced, for messages.
+    shown: String,
+    options: ClientOptions,
+    database: String,
+    client: std::sync::Arc<OnceCell<Client>>,
+}
+
+impl std::fmt::Debug for MongoStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The options hold the credential: never print them.
+        f.debug_struct("MongoStore")
+            .field("url", &self.shown)
+            .field("database", &self.database)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A client error with the deployment it came from (the client's own messages do not always say).
+#[derive(Debug, thiserror::Error)]
+#[error("{url}: {error}")]
+struct At {
+    url: String,
+    error: BoxError,
+}
+
+#[derive(Debug, thiserror::Error)]
+enum Failure {
+    #[error("no answer within {0:?}")]
+    TimedOut(Duration),
+    #[error("the conditional write matched nothing {0} times in a row: other writers keep changing namespace {1:?}")]
+    Contended(u32, String),
+    #[error("the server's hello has no localTime: {0}")]
+    NoTime(String),
+}
+
+fn unavailable(e: impl std::error::Error + Send + Sync + 'static) -> StoreError {
+    StoreError::Unavailable {
+        store: KIND,
+        source: Box::new(e),
+    }
+}
+
+/// Whether a client error means "another writer got there first" (a duplicate `_id`).
+fn is_duplicate(e: &mongodb::error::Error) -> bool {
+    match e.kind.as_ref() {
+        ErrorKind::Write(WriteFailure::WriteError(w)) => w.code == DUPLICATE_KEY,
+        ErrorKind::Command(c) => c.code == DUPLICATE_KEY,
+        _ => false,
+    }
+}
+
+/// Maps a client error: no server, a lost connection, a primary that stepped down, a write a majority did not
+/// acknowledge in time, is `Unavailable` (the write may or may not have happened: the next attempt reads
+/// again); the rest (authentication, bad arguments) is `Generic`.
+fn mongo_err(e: mongodb::error::Error) -> StoreError {
+    let retryable = e.contains_label("RetryableWriteError")
+        || match e.kind.as_ref() {
+            ErrorKind::Io(_)
+            | ErrorKind::ServerSelection { .. }
+            | ErrorKind::ConnectionPoolCleared { .. }
+            | ErrorKind::DnsResolve { .. }
+            | ErrorKind::Shutdown
+            | ErrorKind::Write(WriteFailure::WriteConcernError(_)) => true,
+            ErrorKind::Command(c) => RETRYABLE_CODES.contains(&c.code),
+            ErrorKind::Write(WriteFailure::WriteError(w)) => RETRYABLE_CODES.contains(&w.code),
+            _ => false,
+        };
+    if retryable {
+        unavailable(e)
+    } else {
+        StoreError::Generic {
+            store: KIND,
+            source: Box::new(e),
+        }
+    }
+}
+
+fn corrupt(namespace: &Namespace, what: &str, detail: impl Into<String>) -> StoreError {
+    StoreError::Corrupt {
+        store: KIND,
+        what: format!("{what} of namespace {namespace}"),
+        detail: detail.into(),
+    }
+}
+
+fn namespace_id(ns: &Namespace) -> String {
+    format!("ns/{}", ns.encoded())
+}
+
+/// `slot/<encoded>/`: the `_id` of every slot of the namespace starts with it, and no other's.
+fn slot_prefix(ns: &Namespace) -> String {
+    format!("slot/{}/", ns.encoded())
+}
+
+fn slot_id(ns: &Namespace, slot: u32) -> String {
+    format!("{}{slot}", slot_prefix(ns))
+}
+
+/// A JSON value as BSON: integers as 64-bit integers (the records' numbers are milliseconds and counters, far
+/// below 2^63), objects as documents.
+fn to_bson(value: serde_json::Value) -> Result<Bson, StoreError> {
+    use serde_json::Value;
+    Ok(match value {
+        Value::Null => Bson::Null,
+        Value::Bool(b) => Bson::Boolean(b),
+        Value::String(s) => Bson::String(s),
+        Value::Number(n) => match n.as_u64().and_then(|n| i64::try_from(n).ok()) {
+            Some(n) => Bson::Int64(n),
+            None => {
+                return Err(StoreError::Generic {
+                    store: KIND,
+                    source: format!("{n} does not fit a 64-bit signed integer").into(),
+                })
+            }
+        },
+        Value::Object(map) => {
+            let mut doc = Document::new();
+            for (k, v) in map {
+                doc.insert(k, to_bson(v)?);
+            }
+            Bson::Document(doc)
+        }
+        Value::Array(items) => Bson::Array(items.into_iter().map(to_bson).collect::<Result<_, _>>()?),
+    })
+}
+
+fn record_document(value: serde_json::Value) -> Result<Document, StoreError> {
+    match to_bson(value)? {
+        Bson::Document(d) => Ok(d),
+        other => Err(StoreError::Generic {
+            store: KIND,
+            source: format!("a record encoded as {other}, not a document").into(),
+        }),
+    }
+}
+
+/// A stored document with what is not the record (`_id`, `ns`, `slot`, `rev`) taken out, and its `rev`.
+fn split_document(
+    ns: &Namespace,
+    what: &str,
+    mut doc: Document,
+    slot: Option<u32>,
+) -> Result<(serde_json::Value, i64), StoreError> {
+    doc.remove("_id");
+    match doc.remove("ns") {
+        Some(Bson::String(s)) if s == ns.encoded() => {}
+        other => {
+            return Err(corrupt(
+                ns,
+                what,
+                format!("ns is {other:?}; expected {:?}", ns.encoded()),
+            ))
+        }
+    }
+    if let Some(slot) = slot {
+        match doc.remove("slot") {
+            Some(Bson::Int64(n)) if n == i64::from(slot) => {}
+            Some(Bson::Int32(n)) if i64::from(n) == i64::from(slot) => {}
+            other => {
+                return Err(corrupt(
+                    ns,
+                    what,
+                    format!("slot is {other:?}; expected {slot}"),
+                ))
+            }
+        }
+    }
+    let rev = match doc.remove("rev") {
+        Some(Bson::Int64(n)) if n >= 0 => n,
+        Some(Bson::Int32(n)) if n >= 0 => i64::from(n),
+        other => {
+            return Err(corrupt(
+                ns,
+                what,
+                format!("rev is {other:?}; expected a non-negative integer"),
+            ))
+        }
+    };
+    Ok((Bson::Document(doc).into_relaxed_extjson(), rev))
+}
+
+/// A namespace's documents as read: each record with the `rev` the read saw.
+#[derive(Debug, Default)]
+struct Snapshot {
+    namespace: Option<(NamespaceRecord, i64)>,
+    slots: Vec<(SlotRecord, i64)>,
+}
+
+/// What one attempt of an operation ends with.
+enum Try<T> {
+    Done(T),
+    /// A conditional write matched nothing: read again.
+    Raced,
+}
+
+impl MongoStore {
+    /// Prepares a client for a `mongodb://` URL (see the module's documentation). Does not connect.
+    pub async fn open(url: &str) -> Result<Self, StoreError> {
+        let shown = super::url::redacted(url);
+        let invalid = |reason: String| StoreError::InvalidUrl {
+            url: shown.clone(),
+            reason: super::url::scrub(&reason, url),
+        };
+        if url.starts_with("mongodb+srv://") {
+            return Err(invalid(
+                "mongodb+srv:// (DNS seed lists) is not supported: list the hosts, \
+                 mongodb://host1:27017,host2:27017/?replicaSet=NAME"
+                    .into(),
+            ));
+        }
+        if !url.starts_with("mongodb://") {
+            return Err(invalid(
+                "expected mongodb://[user:password@]host[:port][,host...][/database][?options]".into(),
+            ));
+        }
+        let mut options = ClientOptions::parse(url)
+            .await
+            .map_err(|e| invalid(e.to_string()))?;
+        let database = options
+            .default_database
+            .clone()
+            .unwrap_or_else(|| DEFAULT_DATABASE.to_owned());
+        options.app_name.get_or_insert_with(|| "cosid".to_owned());
+        options
+            .server_selection_timeout
+            .get_or_insert(SERVER_SELECTION_TIMEOUT);
+        options.connect_timeout.get_or_insert(SERVER_SELECTION_TIMEOUT);
+        let concern = options.write_concern.get_or_insert_with(WriteConcern::default);
+        concern.w.get_or_insert(Acknowledgment::Majority);
+        concern.w_timeout.get_or_insert(MAJORITY_TIMEOUT);
+        options.read_concern.get_or_insert_with(ReadConcern::majority);
+        Ok(Self {
+            shown,
+            options,
+            database,
+            client: Default::default(),
+        })
+    }
+
+    /// The client, made on first use, when the index on `ns` is also created (if it is missing).
+    async fn client(&self) -> Result<&Client, StoreError> {
+        self.client
+            .get_or_try_init(|| async {
+                let client = Client::with_options(self.options.clone()).map_err(mongo_err)?;
+                client
+                    .database(&self.database)
+                    .collection::<Document>(COLLECTION)
+                    .create_index(IndexModel::builder().keys(doc! { "ns": 1 }).build())
+                    .await
+                    .map_err(mongo_err)?;
+                Ok(client)
+            })
+            .await
+    }
+
+    async fn collection(&self) -> Result<Collection<Document>, StoreError> {
+        let options = CollectionOptions::builder()
+            .write_concern(self.options.write_concern.clone())
+            .read_concern(self.options.read_concern.clone())
+            .build();
+        Ok(self
+            .client()
+            .await?
+            .database(&self.database)
+            .collection_with_options(COLLECTION, options))
+    }
+
+    /// The primary's clock (ms).
+    async fn now(&self) -> Result<u64, StoreError> {
+        let reply = self
+            .client()
+            .await?
+            .database(&self.database)
+            .run_command(doc! { "hello": 1 })
+            .await
+            .map_err(mongo_err)?;
+        match reply.get("localTime") {
+            Some(Bson::DateTime(t)) => u64::try_from(t.timestamp_millis())
+                .map_err(|_| unavailable(Failure::NoTime(format!("{t} is before 1970")))),
+            other => Err(unavailable(Failure::NoTime(format!("{other:?}")))),
+        }
+    }
+
+    /// Runs `attempt` until it is done, retrying raced writes; gives up after [`OPERATION_TIMEOUT`].
+    async fn retrying<T, F, Fut>(&self, ns: &Namespace, mut attempt: F) -> Result<T, StoreError>
+    where
+        F: FnMut(Collection<Document>) -> Fut + Send,
+        Fut: std::future::Future<Output = Result<Try<T>, StoreError>> + Send,
+        T: Send,
+    {
+        let run = async {
+            for tries in 1..=MAX_TRIES {
+                let collection = self.collection().await?;
+                match attempt(collection).await? {
+                    Try::Done(value) => return Ok(value),
+                    Try::Raced => {
+                        let pause = rand::random_range(0..=(1u64 << tries.min(5)));
+                        tokio::time::sleep(Duration::from_millis(pause)).await;
+                    }
+                }
+            }
+            Err(unavailable(Failure::Contended(MAX_TRIES, ns.to_string())))
+        };
+        self.bounded(run).await
+    }
+
+    /// Runs one operation: bounded by [`OPERATION_TIMEOUT`], and its failures name the deployment.
+    async fn bounded<T>(
+        &self,
+        run: impl std::future::Future<Output = Result<T, StoreError>>,
+    ) -> Result<T, StoreError> {
+        let at = |error| At {
+            url: self.shown.clone(),
+            error,
+        };
+        match tokio::time::timeout(OPERATION_TIMEOUT, run).await {
+            Err(_) => Err(unavailable(at(Box::new(Failure::TimedOut(
+                OPERATION_TIMEOUT,
+            ))))),
+            Ok(Err(StoreError::Unavailable { store, source })) => Err(StoreError::Unavailable {
+                store,
+                source: Box::new(at(source)),
+            }),
+            Ok(Err(StoreError::Generic { store, source })) => Err(StoreError::Generic {
+                store,
+                source: Box::new(at(source)),
+            }),
+            Ok(other) => other,
+        }
+    }
+
+    async fn read_namespace(
+        &self,
+        c: &Collection<Document>,
+        ns: &Namespace,
+    ) -> Result<Option<(NamespaceRecord, i64)>, StoreError> {
+        let what = "the namespace record";
+        let Some(doc) = c
+            .find_one(doc! { "_id": namespace_id(ns) })
+            .await
+            .map_err(mongo_err)?
+        else {
+            return Ok(None);
+        };
+        let (value, rev) = split_document(ns, what, doc, None)?;
+        Ok(Some((namespace_from_value(KIND, ns, value)?, rev)))
+    }
+
+    async fn read_slot(
+        &self,
+        c: &Collection<Document>,
+        ns: &Namespace,
+        slot: u32,
+    ) -> Result<Option<(SlotRecord, i64)>, StoreError> {
+        let Some(doc) = c
+            .find_one(doc! { "_id": slot_id(ns, slot) })
+            .await
+            .map_err(mongo_err)?
+        else {
+            return Ok(None);
+        };
+        decode_slot_document(ns, slot, doc).map(Some)
+    }
+
+    /// The namespace record and every slot of the namespace: one query on the `ns` index.
+    async fn read_all(&self, c: &Collection<Document>, ns: &Namespace) -> Result<Snapshot, StoreError> {
+        let mut cursor = c
+            .find(doc! { "ns": ns.encoded() })
+            .await
+            .map_err(mongo_err)?;
+        let (namespace_id, prefix) = (namespace_id(ns), slot_prefix(ns));
+        let mut snapshot = Snapshot::default();
+        while cursor.advance().await.map_err(mongo_err)? {
+            let doc = cursor.deserialize_current().map_err(mongo_err)?;
+            let unexpected = |id: &dyn std::fmt::Debug| {
+                corrupt(
+                    ns,
+                    "the namespace's documents",
+                    format!("unexpected document {id:?}"),
+                )
+            };
+            let id = match doc.get("_id") {
+                Some(Bson::String(id)) => id.clone(),
+                other => return Err(unexpected(&other)),
+            };
+            if id == namespace_id {
+                let (value, rev) = split_document(ns, "the namespace record", doc, None)?;
+                snapshot.namespace = Some((namespace_from_value(KIND, ns, value)?, rev));
+                continue;
+            }
+            let slot = id
+                .strip_prefix(&prefix)
+                .and_then(super::json_record::parse_slot)
+                .ok_or_else(|| unexpected(&id))?;
+            snapshot.slots.push(decode_slot_document(ns, slot, doc)?);
+        }
+        snapshot.slots.sort_by_key(|(r, _)| r.slot);
+        Ok(snapshot)
+    }
+
+    /// Reads a lease's namespace record and slot, and validates the slot against the namespace's bits.
+    async fn read_checked(
+        &self,
+        c: &Collection<Document>,
+        lease: &SlotLease,
+    ) -> Result<Option<(SlotRecord, i64)>, StoreError> {
+        let ns = &lease.namespace;
+        let Some((namespace, _)) = self.read_namespace(c, ns).await? else {
+            return Err(protocol::namespace_missing(KIND, lease));
+        };
+        let record = self.read_slot(c, ns, lease.slot).await?;
+        if let Some((r, _)) = &record {
+            protocol::validate(KIND, ns, r, namespace.bits)?;
+        }
+        Ok(record)
+    }
+}
+
+fn decode_slot_document(ns: &Namespace, slot: u32, doc: Document) -> Result<(SlotRecord, i64), StoreError> {
+    let (value, rev) = split_document(ns, &format!("slot {slot}"), doc, Some(slot))?;
+    Ok((slot_from_value(KIND, ns, slot, value)?, rev))
+}
+
+/// Writes `record` (a JSON object) at `id`: an update conditional on `rev` if the document was read, else an
+/// insert. `false` when another writer got there first.
+async fn put(
+    c: &Collection<Document>,
+    id: String,
+    extra: Document,
+    record: serde_json::Value,
+    rev: Option<i64>,
+) -> Result<bool, StoreError> {
+    let mut doc = record_document(record)?;
+    doc.extend(extra);
+    match rev {
+        Some(rev) => {
+            doc.insert("rev", rev + 1);
+            let result = c
+                .update_one(doc! { "_id": &id, "rev": rev }, doc! { "$set": doc })
+                .await
+                .map_err(mongo_err)?;
+            Ok(result.matched_count == 1)
+        }
+        None => {
+            doc.insert("_id", id);
+            doc.insert("rev", 1_i64);
+            match c.insert_one(doc).await {
+                Ok(_) => Ok(true),
+                Err(e) if is_duplicate(&e) => Ok(false),
+                Err(e) => Err(mongo_err(e)),
+            }
+        }
+    }
+}
+
+fn slot_extra(ns: &Namespace, slot: u32) -> Document {
+    doc! { "ns": ns.encoded(), "slot": i64::from(slot) }
+}
+
+async fn put_slot(
+    c: &Collection<Document>,
+    ns: &Namespace,
+    record: &SlotRecord,
+    rev: Option<i64>,
+) -> Result<bool, StoreError> {
+    put(
+        c,
+        slot_id(ns, record.slot),
+        slot_extra(ns, record.slot),
+        slot_value(record),
+        rev,
+    )
+    .await
+}
+
+async fn put_namespace(
+    c: &Collection<Document>,
+    ns: &Namespace,
+    record: &NamespaceRecord,
+    rev: Option<i64>,
+) -> Result<bool, StoreError> {
+    put(
+        c,
+        namespace_id(ns),
+        doc! { "ns": ns.encoded() },
+        namespace_value(record),
+        rev,
+    )
+    .await
+}
+
+#[async_trait::async_trait]
+impl LeaseStore for MongoStore {
+    fn kind(&self) -> &'static str {
+        KIND
+    }
+
+    /// Checks that the deployment answers (a `ping`). The collection needs no set-up: the `_id` index is all the
+    /// store reads through.
+    async fn init(&self) -> Result<(), StoreError> {
+        self.bounded(async {
+            self.client()
+                .await?
+                .database(&self.database)
+                .run_command(doc! { "ping": 1 })
+                .await
+                .map_err(mongo_err)?;
+            Ok(())
+        })
+        .await
+    }
+
+    /// A write concern weaker than a majority (`w=1`, `journal=false`) lets a failover or a crash lose an
+    /// acknowledged lease. FerretDB 1.x applies a conditional update as a read followed by a separate write, so
+    /// two writers may both match: it is reported too.
+    async fn durability(&self) -> Result<Vec<Finding>, StoreError> {
+        let mut findings = Vec::new();
+        let concern = self.options.write_concern.clone().unwrap_or_default();
+        match &concern.w {
+            Some(Acknowledgment::Majority) | None => {}
+            Some(other) => findings.push(Finding {
+                store: KIND,
+                setting: "w".into(),
+                value: match other {
+                    Acknowledgment::Nodes(n) => n.to_string(),
+                    Acknowledgment::Custom(s) => s.clone(),
+                    _ => format!("{other:?}"),
+                },
+                expected: "majority".into(),
+            }),
+        }
+        if concern.journal == Some(false) {
+            findings.push(Finding {
+                store: KIND,
+                setting: "journal".into(),
+                value: "false".into(),
+                expected: "true".into(),
+            });
+        }
+        let info = self
+            .bounded(async {
+                self.client()
+                    .await?
+                    .database(&self.database)
+                    .run_command(doc! { "buildInfo": 1 })
+                    .await
+                    .map_err(mongo_err)
+            })
+            .await?;
+        if let Ok(version) = info.get_str("ferretdbVersion") {
+            if version.trim_start_matches('v').starts_with("1.") {
+                findings.push(Finding {
+                    store: KIND,
+                    setting: "server".into(),
+                    value: format!("FerretDB {version} (its conditional updates are not atomic)"),
+                    expected: "MongoDB".into(),
+                });
+            }
+        }
+        Ok(findings)
+    }
+
+    async fn acquire(
+        &self,
+        namespace: &Namespace,
+        config: &NamespaceConfig,
+        request: &AcquireRequest,
+    ) -> Result<Acquired, StoreError> {
+        self.retrying(namespace, |c| async move {
+            let now = self.now().await?;
+            let snapshot = self.read_all(&c, namespace).await?;
+            let stored = snapshot.namespace.as_ref().map(|(r, _)| *r);
+            let record = protocol::check_namespace(namespace, stored, config)?;
+            let slots: Vec<SlotRecord> = snapshot.slots.iter().map(|(r, _)| r.clone()).collect();
+            for s in &slots {
+                protocol::validate(KIND, namespace, s, record.bits)?;
+            }
+            let grant = protocol::acquire(namespace, &record, &slots, request, now)?;
+            let rev_of = |slot: u32| {
+                snapshot
+                    .slots
+                    .iter()
+                    .find(|(r, _)| r.slot == slot)
+                    .map(|(_, rev)| *rev)
+            };
+            if stored != Some(record) {
+                let ns_rev = snapshot.namespace.as_ref().map(|(_, rev)| *rev);
+                if !put_namespace(&c, namespace, &record, ns_rev).await? {
+                    return Ok(Try::Raced);
+                }
+            }
+            let written = match &grant.write {
+                Some(w) => {
+                    let written = put_slot(&c, namespace, w, rev_of(w.slot)).await?;
+                    if !written && rev_of(w.slot).is_none() {
+                        // The insert met a document the read did not see: one created since, or one whose `ns`
+                        // does not say this namespace (refused here as corrupt, never taken for absent).
+                        self.read_slot(&c, namespace, w.slot).await?;
+                    }
+                    written
+                }
+                None => {
+                    // The owner already holds a slot (a retried acquisition): confirm on the primary that it is
+                    // still as read, by raising its rev.
+                    let held = grant.acquired.lease.slot;
+                    match rev_of(held) {
+                        Some(rev) => {
+                            let result = c
+                                .update_one(
+                                    doc! { "_id": slot_id(namespace, held), "rev": rev },
+                                    doc! { "$set": { "rev": rev + 1 } },
+                                )
+                                .await
+                                .map_err(mongo_err)?;
+                            result.matched_count == 1
+                        }
+                        None => false,
+                    }
+                }
+            };
+            Ok(if written {
+                Try::Done(grant.acquired)
+            } else {
+                Try::Raced
+            })
+        })
+        .await
+    }
+
+    async fn renew(
+        &self,
+        lease: &SlotLease,
+        ttl_ms: u64,
+        tolerance_ms: u64,
+    ) -> Result<SlotLease, StoreError> {
+        self.retrying(&lease.namespace, |c| async move {
+            let now = self.now().await?;
+            let current = self.read_checked(&c, lease).await?;
+            let (record, renewed) = protocol::renew(
+                KIND,
+                current.as_ref().map(|(r, _)| r),
+                lease,
+                ttl_ms,
+                tolerance_ms,
+                now,
+            )?;
+            let rev = current.map(|(_, rev)| rev);
+            Ok(if put_slot(&c, &lease.namespace, &record, rev).await? {
+                Try::Done(renewed)
+            } else {
+                Try::Raced
+            })
+        })
+        .await
+    }
+
+    async fn release(&self, lease: &SlotLease, last_issued: Option<u64>) -> Result<(), StoreError> {
+        self.retrying(&lease.namespace, |c| async move {
+            let current = self.read_checked(&c, lease).await?;
+            let record =
+                protocol::release(KIND, current.as_ref().map(|(r, _)| r), lease, last_issued)?;
+            let rev = current.map(|(_, rev)| rev);
+            Ok(if put_slot(&c, &lease.namespace, &record, rev).await? {
+                Try::Done(())
+            } else {
+                Try::Raced
+            })
+        })
+        .await
+    }
+
+    async fn inspect(&self, namespace: &Namespace) -> Result<Inspection, StoreError> {
+        self.retrying(namespace, |c| async move {
+            let store_now = self.now().await?;
+            let snapshot = self.read_all(&c, namespace).await?;
+            Ok(Try::Done(Inspection {
+                namespace: snapshot.namespace.map(|(r, _)| r),
+                slots: snapshot.slots.into_iter().map(|(r, _)| r).collect(),
+                store_now,
+            }))
+        })
+        .await
+    }
+
+    async fn raise_not_before(
+        &self,
+        namespace: &Namespace,
+        config: &NamespaceConfig,
+        not_before: u64,
+    ) -> Result<NamespaceRecord, StoreError> {
+        self.retrying(namespace, |c| async move {
+            let stored = self.read_namespace(&c, namespace).await?;
+            let rev = stored.as_ref().map(|(_, rev)| *rev);
+            let record =
+                protocol::raise_not_before(namespace, stored.map(|(r, _)| r), config, not_before)?;
+            Ok(if put_namespace(&c, namespace, &record, rev).await? {
+                Try::Done(record)
+            } else {
+                Try::Raced
+            })
+        })
+        .await
+    }
+}

@@ -1,0 +1,586 @@
+//! The MongoDB store against a real server that speaks MongoDB's wire protocol.
+//!
+//! - The conformance suite, the runtime cases and the MongoDB-specific checks run on the server in
+//!   `COSID_TEST_MONGODB_URL` (`eval "$(bash .ci/services/ferretdb.sh)"` starts one: FerretDB 1.x over SQLite, as
+//!   no MongoDB server is packaged here; docs/stores.md says what that proves); without it they print why they
+//!   are skipped. The store clock is the server's.
+//! - The restart test starts a FerretDB of its own (the binary in `COSID_FERRETDB_BIN`, which the script sets) on a
+//!   free port of 127.0.0.1 in a temporary folder, kills it and starts it again on the same data.
+#![cfg(feature = "mongodb")]
+
+mod conformance;
+
+use conformance::{Recorder, Target, CONFIG};
+use cosid::generator::Waits;
+use cosid::lease::{AcquireRequest, Namespace, NamespaceRecord, Owner, SlotRecord};
+use cosid::store::{LeaseStore, MongoStore, StoreError, StoreUrl};
+use cosid::{Error, Event, Runtime, State};
+use mongodb::bson::{doc, Bson, Document};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+const URL_VAR: &str = "COSID_TEST_MONGODB_URL";
+const SCRIPT: &str = ".ci/services/ferretdb.sh";
+const COLLECTION: &str = "cosid_leases";
+
+struct Mongo {
+    store: Arc<MongoStore>,
+    raw: mongodb::Collection<Document>,
+}
+
+/// The document ids, spelled out here rather than taken from the store, so the test pins the layout.
+fn slot_id(ns: &Namespace, slot: u32) -> String {
+    format!("slot/{}/{slot}", ns.encoded())
+}
+
+fn namespace_id(ns: &Namespace) -> String {
+    format!("ns/{}", ns.encoded())
+}
+
+impl Target for Mongo {
+    fn store(&self) -> Arc<dyn LeaseStore> {
+        self.store.clone()
+    }
+
+    /// A plain upsert of the document with a client of the test's own, as `mongosh` would do it.
+    async fn put_raw(&self, ns: &Namespace, r: &SlotRecord) {
+        let owner = match &r.owner {
+            Some(o) => Bson::Document(doc! { "key": &o.key, "incarnation": o.incarnation.to_string() }),
+            None => Bson::Null,
+        };
+        let rev = self
+            .raw
+            .find_one(doc! { "_id": slot_id(ns, r.slot) })
+            .await
+            .unwrap()
+            .and_then(|d| d.get_i64("rev").ok())
+            .unwrap_or(0);
+        let document = doc! {
+            "_id": slot_id(ns, r.slot),
+            "ns": ns.encoded(),
+            "slot": i64::from(r.slot),
+            "rev": rev + 1,
+            "owner": owner,
+            "last_owner_key": r.last_owner_key.clone(),
+            "fence": r.fence as i64,
+            "expires_at": r.expires_at as i64,
+            "floor": r.floor as i64,
+            "ceiling": r.ceiling as i64,
+            "next_floor": r.next_floor as i64,
+        };
+        self.raw
+            .replace_one(doc! { "_id": slot_id(ns, r.slot) }, document)
+            .upsert(true)
+            .await
+            .unwrap();
+    }
+
+    async fn put_old_namespace(&self, ns: &Namespace, r: &NamespaceRecord) {
+        let document = doc! {
+            "_id": namespace_id(ns),
+            "ns": ns.encoded(),
+            "rev": 1_i64,
+            "bits": i64::from(r.bits),
+            "tolerance_ms": r.tolerance_ms as i64,
+            "not_before": r.not_before as i64,
+        };
+        self.raw
+            .replace_one(doc! { "_id": namespace_id(ns) }, document)
+            .upsert(true)
+            .await
+            .unwrap();
+    }
+}
+
+/// The collection the store uses, through a client of the test's own.
+async fn raw_collection(url: &str) -> mongodb::Collection<Document> {
+    let client = mongodb::Client::with_uri_str(url).await.unwrap();
+    let db = client
+        .default_database()
+        .unwrap_or_else(|| client.database("cosid"));
+    db.collection(COLLECTION)
+}
+
+async fn connect(url: &str) -> Mongo {
+    let store = Arc::new(MongoStore::open(url).await.unwrap());
+    store.init().await.unwrap();
+    Mongo {
+        store,
+        raw: raw_collection(url).await,
+    }
+}
+
+async fn target() -> Option<Mongo> {
+    let url = conformance::server_url(URL_VAR, SCRIPT)?;
+    Some(connect(&url).await)
+}
+
+conformance::conformance_tests!(target());
+
+async fn connect_owned(url: String) -> Mongo {
+    connect(&url).await
+}
+
+conformance::runtime_tests! {
+    kind: "mongodb",
+    url: conformance::server_url(URL_VAR, SCRIPT),
+    target: connect_owned,
+    // Port 1 on loopback: nothing listens there.
+    unreachable: "mongodb://127.0.0.1:1/cosid_test",
+    shown: "127.0.0.1:1",
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// What is particular to MongoDB.
+
+fn request(key: &str) -> AcquireRequest {
+    AcquireRequest {
+        owner: Owner::new(key),
+        ttl_ms: 30_000,
+        preferred_slot: None,
+    }
+}
+
+#[tokio::test]
+async fn refuses_bad_urls_and_names_what_to_write() {
+    for (bad, says) in [
+        ("mongodb+srv://cluster.example/ids", "list the hosts"),
+        ("mongodb://", "expected mongodb://"),
+        ("mongodb://a,,b/ids", "expected mongodb://"),
+        ("mongodb://a:notaport/ids", ""),
+    ] {
+        let err = match StoreUrl::parse(bad) {
+            Err(e) => e,
+            Ok(url) => cosid::store::open(&url, Arc::new(cosid::clock::SystemClock))
+                .await
+                .unwrap_err(),
+        };
+        match &err {
+            StoreError::InvalidUrl { reason, .. } => {
+                assert!(reason.contains(says), "{bad}: {reason}")
+            }
+            other => panic!("{bad}: expected InvalidUrl, got {other:?}"),
+        }
+    }
+}
+
+#[tokio::test]
+async fn an_unreachable_server_is_unavailable_and_the_password_is_never_printed() {
+    let url = "mongodb://ids:s3cret-pw@127.0.0.1:1/ids?serverSelectionTimeoutMS=500";
+    let store = MongoStore::open(url).await.unwrap();
+    assert!(!format!("{store:?}").contains("s3cret-pw"), "{store:?}");
+    assert_eq!(
+        StoreUrl::parse(url).unwrap().to_string(),
+        "mongodb://ids:***@127.0.0.1:1/ids?serverSelectionTimeoutMS=500"
+    );
+    let ns = conformance::fresh("down");
+    let err = store
+        .acquire(&ns, &CONFIG, &request("a"))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, StoreError::Unavailable { store: "mongodb", .. }),
+        "{err:?}"
+    );
+    for shown in [err.to_string(), format!("{err:?}")] {
+        assert!(!shown.contains("s3cret-pw"), "{shown}");
+    }
+}
+
+#[tokio::test]
+async fn opens_through_a_store_url() {
+    let Some(url) = conformance::server_url(URL_VAR, SCRIPT) else {
+        return;
+    };
+    let store = cosid::store::open(
+        &StoreUrl::parse(&url).unwrap(),
+        Arc::new(cosid::clock::SystemClock),
+    )
+    .await
+    .unwrap();
+    assert_eq!(store.kind(), "mongodb");
+    store.init().await.unwrap();
+    let got = store
+        .acquire(&conformance::fresh("open"), &CONFIG, &request("a"))
+        .await
+        .unwrap();
+    assert_eq!(got.lease.slot, 0);
+}
+
+/// The store clock is the server's: every `store_now` lies between two readings of the server's `localTime`.
+#[tokio::test]
+async fn the_store_clock_is_the_servers_clock() {
+    let Some(url) = conformance::server_url(URL_VAR, SCRIPT) else {
+        return;
+    };
+    let t = connect(&url).await;
+    let client = mongodb::Client::with_uri_str(&url).await.unwrap();
+    let server_time = || async {
+        let reply = client
+            .database("admin")
+            .run_command(doc! { "hello": 1 })
+            .await
+            .unwrap();
+        reply.get_datetime("localTime").unwrap().timestamp_millis() as u64
+    };
+    let before = server_time().await;
+    let lease = t
+        .store
+        .acquire(&conformance::fresh("clock"), &CONFIG, &request("a"))
+        .await
+        .unwrap()
+        .lease;
+    let after = server_time().await;
+    assert!(
+        before <= lease.store_now && lease.store_now <= after,
+        "store_now {} outside the server's [{before}, {after}]",
+        lease.store_now
+    );
+    assert_eq!(lease.expires_at, lease.store_now + 30_000);
+}
+
+#[tokio::test]
+async fn records_are_documents_in_one_collection_with_a_rev_raised_by_every_write() {
+    let Some(url) = conformance::server_url(URL_VAR, SCRIPT) else {
+        return;
+    };
+    let t = connect(&url).await;
+    let ns = Namespace::new(format!("a/b {{x}}:é.-{}", uuid::Uuid::new_v4().simple())).unwrap();
+    let lease = t
+        .store
+        .acquire(&ns, &CONFIG, &request("a"))
+        .await
+        .unwrap()
+        .lease;
+    let slot = t
+        .raw
+        .find_one(doc! { "_id": slot_id(&ns, 0) })
+        .await
+        .unwrap()
+        .expect("slot 0's document");
+    assert_eq!(slot.get_str("ns").unwrap(), ns.encoded());
+    assert_eq!(slot.get_i64("slot").unwrap(), 0);
+    assert_eq!(slot.get_i64("rev").unwrap(), 1);
+    assert_eq!(slot.get_i64("fence").unwrap(), lease.fence as i64);
+    assert_eq!(slot.get_i64("expires_at").unwrap(), lease.expires_at as i64);
+    let owner = slot.get_document("owner").unwrap();
+    assert_eq!(owner.get_str("key").unwrap(), "a");
+    let namespace = t
+        .raw
+        .find_one(doc! { "_id": namespace_id(&ns) })
+        .await
+        .unwrap()
+        .expect("the namespace's document");
+    assert_eq!(namespace.get_i64("bits").unwrap(), 5);
+    assert!(namespace.get_str("layout").is_ok(), "{namespace}");
+    t.store.renew(&lease, 30_000, 1_000).await.unwrap();
+    let renewed = t
+        .raw
+        .find_one(doc! { "_id": slot_id(&ns, 0) })
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(renewed.get_i64("rev").unwrap(), 2);
+    // The encoded name holds no `/`: no other namespace's slot ids lie in this one's range.
+    assert!(!ns.encoded().contains('/'));
+}
+
+#[tokio::test]
+async fn undecodable_documents_and_stray_ids_are_corrupt_never_absent() {
+    let Some(url) = conformance::server_url(URL_VAR, SCRIPT) else {
+        return;
+    };
+    let t = connect(&url).await;
+    type Edit = fn(&mut Document);
+    // (what the error says, the slot planted, whether `inspect` (a query on `ns`) sees it, the edit)
+    let cases: Vec<(&str, u32, bool, Edit)> = vec![
+        ("fence is 1.5", 3, true, |d| {
+            d.insert("fence", 1.5_f64);
+        }),
+        ("fence is missing", 3, true, |d| {
+            d.remove("fence");
+        }),
+        ("expected a non-negative integer", 3, true, |d| {
+            d.insert("floor", -1_i64);
+        }),
+        ("not a UUID", 3, true, |d| {
+            d.insert("owner", doc! { "key": "k", "incarnation": "nope" });
+        }),
+        ("rev is", 3, true, |d| {
+            d.insert("rev", "x");
+        }),
+        ("slot is", 3, true, |d| {
+            d.insert("slot", 4_i64);
+        }),
+        ("unexpected document", 3, true, |d| {
+            let id = d.get_str("_id").unwrap().replace("/3", "/03");
+            d.insert("_id", id);
+        }),
+        // Under another namespace's name, the query on `ns` does not return it; the acquisition that would take
+        // slot 1 meets it when it writes, and refuses it.
+        ("ns is", 1, false, |d| {
+            d.insert("ns", "another");
+            d.insert("expires_at", 0_i64);
+        }),
+    ];
+    for (expected, slot, seen, edit) in cases {
+        let ns = conformance::fresh("corrupt");
+        t.store
+            .acquire(&ns, &CONFIG, &request("first"))
+            .await
+            .unwrap();
+        let mut planted = doc! {
+            "_id": slot_id(&ns, slot), "ns": ns.encoded(), "slot": i64::from(slot), "rev": 1_i64,
+            "owner": doc! { "key": "k", "incarnation": uuid::Uuid::new_v4().to_string() },
+            "last_owner_key": "k", "fence": 1_i64, "expires_at": 20_i64, "floor": 10_i64, "ceiling": 20_i64,
+            "next_floor": 20_i64,
+        };
+        edit(&mut planted);
+        t.raw.insert_one(planted).await.unwrap();
+        let mut errors = vec![t
+            .store
+            .acquire(&ns, &CONFIG, &request("a"))
+            .await
+            .unwrap_err()];
+        if seen {
+            errors.push(t.store.inspect(&ns).await.unwrap_err());
+        }
+        for err in errors {
+            match &err {
+                StoreError::Corrupt {
+                    store: "mongodb",
+                    detail,
+                    ..
+                } => assert!(detail.contains(expected), "expected {expected:?}, got {err}"),
+                other => panic!("expected Corrupt ({expected}), got {other:?}"),
+            }
+        }
+    }
+}
+
+/// A write concern weaker than a majority is reported (the keeper turns findings into `StoreUnsafe` events), and
+/// so is a FerretDB 1.x server, whose conditional updates are not atomic.
+#[tokio::test]
+async fn a_weak_write_concern_and_a_ferretdb_server_are_reported() {
+    let Some(url) = conformance::server_url(URL_VAR, SCRIPT) else {
+        return;
+    };
+    let sep = if url.contains('?') { '&' } else { '?' };
+    let weak = MongoStore::open(&format!("{url}{sep}w=1&journal=false"))
+        .await
+        .unwrap();
+    let findings = weak.durability().await.unwrap();
+    let settings: Vec<(&str, &str)> = findings
+        .iter()
+        .map(|f| (f.setting.as_str(), f.value.as_str()))
+        .collect();
+    assert!(settings.contains(&("w", "1")), "{findings:?}");
+    assert!(settings.contains(&("journal", "false")), "{findings:?}");
+    let default = MongoStore::open(&url).await.unwrap();
+    let findings = default.durability().await.unwrap();
+    assert!(
+        findings.iter().all(|f| f.setting == "server"),
+        "the default write concern is a majority: {findings:?}"
+    );
+    let info = raw_collection(&url)
+        .await
+        .client()
+        .database("admin")
+        .run_command(doc! { "buildInfo": 1 })
+        .await
+        .unwrap();
+    let ferretdb = info.get_str("ferretdbVersion").is_ok();
+    assert_eq!(
+        findings
+            .iter()
+            .any(|f| f.setting == "server" && f.value.contains("FerretDB")),
+        ferretdb,
+        "{findings:?}"
+    );
+}
+
+/// `raise_not_before` on a new namespace makes its record; the first acquirer then starts above it.
+#[tokio::test]
+async fn a_namespace_made_by_raise_not_before_is_usable_by_the_first_acquirer() {
+    let Some(url) = conformance::server_url(URL_VAR, SCRIPT) else {
+        return;
+    };
+    let t = connect(&url).await;
+    let ns = conformance::fresh("raised");
+    let now = cosid::clock::Clock::now_ms(&cosid::clock::SystemClock);
+    let raised = t
+        .store
+        .raise_not_before(&ns, &CONFIG, now + 5_000)
+        .await
+        .unwrap();
+    assert_eq!(raised.not_before, now + 5_000);
+    let got = t
+        .store
+        .acquire(&ns, &CONFIG, &request("a"))
+        .await
+        .unwrap()
+        .lease;
+    assert!(got.floor >= now + 5_000, "{got:?}");
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// The keeper against a server that is killed and started again.
+
+/// A FerretDB of the test's own on a free port of 127.0.0.1, over SQLite in a temporary folder; killed when
+/// dropped.
+struct OwnServer {
+    child: Option<Child>,
+    bin: String,
+    port: u16,
+    dir: tempfile::TempDir,
+}
+
+impl OwnServer {
+    /// Starts one; `None` (after saying why) without `COSID_FERRETDB_BIN`.
+    fn start(test: &str) -> Option<OwnServer> {
+        let Ok(bin) = std::env::var("COSID_FERRETDB_BIN") else {
+            eprintln!("skipped {test}: COSID_FERRETDB_BIN is not set (eval \"$(bash {SCRIPT})\" sets it)");
+            return None;
+        };
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let mut server = OwnServer {
+            child: None,
+            bin,
+            port,
+            dir: tempfile::tempdir().unwrap(),
+        };
+        server.launch();
+        Some(server)
+    }
+
+    fn url(&self) -> String {
+        format!("mongodb://127.0.0.1:{}/cosid_restart", self.port)
+    }
+
+    /// Starts the server on its port and data folder, and waits until it listens.
+    fn launch(&mut self) {
+        let data = self.dir.path().join("data");
+        std::fs::create_dir_all(&data).unwrap();
+        let log = std::fs::File::create(self.dir.path().join("ferretdb.log")).unwrap();
+        let child = Command::new(&self.bin)
+            .arg("--handler=sqlite")
+            .arg(format!("--sqlite-url=file:{}/", data.display()))
+            .arg(format!("--listen-addr=127.0.0.1:{}", self.port))
+            .arg("--debug-addr=127.0.0.1:0")
+            .arg("--telemetry=disable")
+            .arg("--log-level=warn")
+            .arg(format!("--state-dir={}", self.dir.path().display()))
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .unwrap();
+        self.child = Some(child);
+        for _ in 0..200 {
+            if std::net::TcpStream::connect(("127.0.0.1", self.port)).is_ok() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        panic!("FerretDB on port {} did not listen within 10 s", self.port);
+    }
+
+    /// Kills the server at once, as a crash would.
+    fn kill(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+impl Drop for OwnServer {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+#[test]
+fn a_server_restart_fails_renewals_then_resumes_and_no_id_passes_a_ceiling() {
+    let test = "a_server_restart_fails_renewals_then_resumes_and_no_id_passes_a_ceiling";
+    let Some(mut server) = OwnServer::start(test) else {
+        return;
+    };
+    let events = Recorder::default();
+    let rt = Runtime::builder()
+        .store(server.url())
+        .namespace(format!("restart-{}", uuid::Uuid::new_v4()))
+        .ttl(Duration::from_millis(1_500))
+        .tolerance(Duration::from_millis(200))
+        .bits(4)
+        // Id calls past the ceiling give up quickly instead of waiting for a renewal that cannot come.
+        .waits(Waits {
+            backwards: Duration::from_millis(500),
+            window: Duration::from_millis(20),
+        })
+        .subscribe(events.listener())
+        .build()
+        .unwrap();
+    let first = rt.status();
+    let mut ids = Vec::new();
+    let until = Instant::now() + Duration::from_millis(300);
+    while Instant::now() < until {
+        ids.push(rt.next_id().unwrap());
+    }
+
+    server.kill();
+    events.wait_for("RenewFailed", |e| matches!(e, Event::RenewFailed { .. }));
+    let ceiling = rt.status().ceiling_ms;
+    let mut closed = 0;
+    loop {
+        let now = cosid::clock::Clock::now_ms(&cosid::clock::SystemClock);
+        match rt.next_id() {
+            Ok(id) => {
+                let t = rt.layout().decompose(id).unwrap().timestamp_ms;
+                assert!(t <= ceiling, "id {id} at {t} passed the ceiling {ceiling} while the server was down");
+                ids.push(id);
+            }
+            Err(Error::WindowClosed { ceiling_ms, .. }) => {
+                assert_eq!(ceiling_ms, ceiling);
+                closed += 1;
+            }
+            Err(e) => panic!("while the server is down: expected ids or WindowClosed, got {e}"),
+        }
+        if now > ceiling + 300 {
+            break;
+        }
+    }
+    assert!(closed > 0, "past the ceiling, id calls must fail");
+
+    server.launch();
+    let mut resumed = false;
+    for _ in 0..800 {
+        let s = rt.status();
+        if s.state == State::Active && s.ceiling_ms > ceiling {
+            resumed = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(25));
+    }
+    assert!(resumed, "renewals did not resume within 20 s: {:#?}", events.all());
+    let back = rt.status();
+    assert_eq!(
+        (back.slot, back.fence),
+        (first.slot, first.fence),
+        "nobody took the slot: the late renewal kept the lease"
+    );
+    let until = Instant::now() + Duration::from_millis(200);
+    while Instant::now() < until {
+        ids.push(rt.next_id().unwrap());
+    }
+    let all = events.all();
+    assert!(!all.iter().any(|e| matches!(e, Event::SlotLost { .. })), "{all:#?}");
+    assert!(ids.windows(2).all(|w| w[0] < w[1]), "ids strictly increase");
+    rt.shutdown();
+    assert!(events.all().iter().any(|e| matches!(e, Event::Released { .. })));
+}
+
