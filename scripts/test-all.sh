@@ -35,13 +35,15 @@ summary() {
 }
 trap summary EXIT
 
-step "store servers (Redis, PostgreSQL, MariaDB, etcd, ZooKeeper) on 127.0.0.1"
+step "store servers (Redis, PostgreSQL, MariaDB, etcd, ZooKeeper, FerretDB for MongoDB) on 127.0.0.1"
 # etcd first: its script also installs protoc, which building the etcd client needs.
 eval "$(bash .ci/services/etcd.sh)"
 eval "$(bash .ci/services/redis.sh)"
 eval "$(bash .ci/services/postgres.sh)"
 eval "$(bash .ci/services/mariadb.sh)"
 eval "$(bash .ci/services/zookeeper.sh)"
+# After PostgreSQL, which it stores its documents in; built from the Go module proxy the first time.
+eval "$(bash .ci/services/ferretdb.sh)"
 
 step "rust: format and lints"
 cargo fmt --all -- --check

@@ -25,6 +25,11 @@ const PLANTED: &[(&str, &[&str])] = &[
         "zookeeper://ids:Zq7XkWv9Jp@127.0.0.1:1/apps",
         &["Zq7XkWv9Jp"],
     ),
+    // MongoDB, several hosts.
+    (
+        "mongodb://ids:Zq7XkWv9Jp@127.0.0.1:1,127.0.0.2:1/ids",
+        &["Zq7XkWv9Jp"],
+    ),
     // Unparsable: unencoded `@`, `#`, `/` in the password, and a typo in the scheme.
     ("redis://app:Zq7Xk@Wv9Jp@127.0.0.1:1/0", &["Zq7Xk", "Wv9Jp"]),
     ("redis://app:Zq7Xk#Wv9Jp@127.0.0.1:1/0", &["Zq7Xk", "Wv9Jp"]),

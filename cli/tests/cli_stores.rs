@@ -92,6 +92,11 @@ fn zookeeper() {
     check("COSID_TEST_ZOOKEEPER_URL");
 }
 
+#[test]
+fn mongodb() {
+    check("COSID_TEST_MONGODB_URL");
+}
+
 /// `cosid status` holds a ZooKeeper lease while it prints, then releases it; a chroot keeps it apart.
 #[test]
 fn zookeeper_status_in_a_chroot() {

@@ -1,5 +1,5 @@
 'use strict'
-// The addon on every network store, against real servers: COSID_TEST_{REDIS,POSTGRES,MYSQL,ETCD,ZOOKEEPER}_URL point at
+// The addon on every network store, against real servers: COSID_TEST_{REDIS,POSTGRES,MYSQL,ETCD,ZOOKEEPER,MONGODB}_URL point at
 // them (.ci/node.sh starts each one that is not set, with the scripts of .ci/services/). A store whose variable
 // is unset is skipped, saying so.
 
@@ -15,6 +15,7 @@ const STORES = [
   ['mysql', 'COSID_TEST_MYSQL_URL'],
   ['etcd', 'COSID_TEST_ETCD_URL'],
   ['zookeeper', 'COSID_TEST_ZOOKEEPER_URL'],
+  ['mongodb', 'COSID_TEST_MONGODB_URL'],
 ]
 
 const namespace = () => `node-${randomUUID().slice(0, 12)}`

@@ -1,6 +1,6 @@
 """The package on every network store, against real servers.
 
-COSID_TEST_{REDIS,POSTGRES,MYSQL,ETCD,ZOOKEEPER}_URL point at them (.ci/python.sh starts each one that is not set, with the
+COSID_TEST_{REDIS,POSTGRES,MYSQL,ETCD,ZOOKEEPER,MONGODB}_URL point at them (.ci/python.sh starts each one that is not set, with the
 scripts of .ci/services/). A store whose variable is unset is skipped, saying so.
 """
 
@@ -20,6 +20,7 @@ STORES = [
     ("mysql", "COSID_TEST_MYSQL_URL"),
     ("etcd", "COSID_TEST_ETCD_URL"),
     ("zookeeper", "COSID_TEST_ZOOKEEPER_URL"),
+    ("mongodb", "COSID_TEST_MONGODB_URL"),
 ]
 
 
@@ -88,6 +89,7 @@ def test_exhausted(store: tuple) -> None:
         "mysql://u:p@127.0.0.1:1/db",
         "etcd://127.0.0.1:1",
         "zookeeper://127.0.0.1:1",
+        "mongodb://127.0.0.1:1/ids?serverSelectionTimeoutMS=100",
     ],
 )
 def test_unreachable_store_is_store_unavailable(url: str) -> None:
