@@ -46,7 +46,9 @@ impl Target for Mongo {
     /// A plain upsert of the document with a client of the test's own, as `mongosh` would do it.
     async fn put_raw(&self, ns: &Namespace, r: &SlotRecord) {
         let owner = match &r.owner {
-            Some(o) => Bson::Document(doc! { "key": &o.key, "incarnation": o.incarnation.to_string() }),
+            Some(o) => {
+                Bson::Document(doc! { "key": &o.key, "incarnation": o.incarnation.to_string() })
+            }
             None => Bson::Null,
         };
         let rev = self
@@ -180,7 +182,13 @@ async fn an_unreachable_server_is_unavailable_and_the_password_is_never_printed(
         .await
         .unwrap_err();
     assert!(
-        matches!(err, StoreError::Unavailable { store: "mongodb", .. }),
+        matches!(
+            err,
+            StoreError::Unavailable {
+                store: "mongodb",
+                ..
+            }
+        ),
         "{err:?}"
     );
     for shown in [err.to_string(), format!("{err:?}")] {
@@ -352,7 +360,10 @@ async fn undecodable_documents_and_stray_ids_are_corrupt_never_absent() {
                     store: "mongodb",
                     detail,
                     ..
-                } => assert!(detail.contains(expected), "expected {expected:?}, got {err}"),
+                } => assert!(
+                    detail.contains(expected),
+                    "expected {expected:?}, got {err}"
+                ),
                 other => panic!("expected Corrupt ({expected}), got {other:?}"),
             }
         }
@@ -440,7 +451,9 @@ impl OwnServer {
     /// Starts one; `None` (after saying why) without `COSID_FERRETDB_BIN`.
     fn start(test: &str) -> Option<OwnServer> {
         let Ok(bin) = std::env::var("COSID_FERRETDB_BIN") else {
-            eprintln!("skipped {test}: COSID_FERRETDB_BIN is not set (eval \"$(bash {SCRIPT})\" sets it)");
+            eprintln!(
+                "skipped {test}: COSID_FERRETDB_BIN is not set (eval \"$(bash {SCRIPT})\" sets it)"
+            );
             return None;
         };
         let port = std::net::TcpListener::bind("127.0.0.1:0")
@@ -541,7 +554,10 @@ fn a_server_restart_fails_renewals_then_resumes_and_no_id_passes_a_ceiling() {
         match rt.next_id() {
             Ok(id) => {
                 let t = rt.layout().decompose(id).unwrap().timestamp_ms;
-                assert!(t <= ceiling, "id {id} at {t} passed the ceiling {ceiling} while the server was down");
+                assert!(
+                    t <= ceiling,
+                    "id {id} at {t} passed the ceiling {ceiling} while the server was down"
+                );
                 ids.push(id);
             }
             Err(Error::WindowClosed { ceiling_ms, .. }) => {
@@ -566,7 +582,11 @@ fn a_server_restart_fails_renewals_then_resumes_and_no_id_passes_a_ceiling() {
         }
         std::thread::sleep(Duration::from_millis(25));
     }
-    assert!(resumed, "renewals did not resume within 20 s: {:#?}", events.all());
+    assert!(
+        resumed,
+        "renewals did not resume within 20 s: {:#?}",
+        events.all()
+    );
     let back = rt.status();
     assert_eq!(
         (back.slot, back.fence),
@@ -578,9 +598,14 @@ fn a_server_restart_fails_renewals_then_resumes_and_no_id_passes_a_ceiling() {
         ids.push(rt.next_id().unwrap());
     }
     let all = events.all();
-    assert!(!all.iter().any(|e| matches!(e, Event::SlotLost { .. })), "{all:#?}");
+    assert!(
+        !all.iter().any(|e| matches!(e, Event::SlotLost { .. })),
+        "{all:#?}"
+    );
     assert!(ids.windows(2).all(|w| w[0] < w[1]), "ids strictly increase");
     rt.shutdown();
-    assert!(events.all().iter().any(|e| matches!(e, Event::Released { .. })));
+    assert!(events
+        .all()
+        .iter()
+        .any(|e| matches!(e, Event::Released { .. })));
 }
-

@@ -212,7 +212,9 @@ fn to_bson(value: serde_json::Value) -> Result<Bson, StoreError> {
             }
             Bson::Document(doc)
         }
-        Value::Array(items) => Bson::Array(items.into_iter().map(to_bson).collect::<Result<_, _>>()?),
+        Value::Array(items) => {
+            Bson::Array(items.into_iter().map(to_bson).collect::<Result<_, _>>()?)
+        }
     })
 }
 
@@ -302,7 +304,8 @@ impl MongoStore {
         }
         if !url.starts_with("mongodb://") {
             return Err(invalid(
-                "expected mongodb://[user:password@]host[:port][,host...][/database][?options]".into(),
+                "expected mongodb://[user:password@]host[:port][,host...][/database][?options]"
+                    .into(),
             ));
         }
         let mut options = ClientOptions::parse(url)
@@ -316,11 +319,17 @@ impl MongoStore {
         options
             .server_selection_timeout
             .get_or_insert(SERVER_SELECTION_TIMEOUT);
-        options.connect_timeout.get_or_insert(SERVER_SELECTION_TIMEOUT);
-        let concern = options.write_concern.get_or_insert_with(WriteConcern::default);
+        options
+            .connect_timeout
+            .get_or_insert(SERVER_SELECTION_TIMEOUT);
+        let concern = options
+            .write_concern
+            .get_or_insert_with(WriteConcern::default);
         concern.w.get_or_insert(Acknowledgment::Majority);
         concern.w_timeout.get_or_insert(MAJORITY_TIMEOUT);
-        options.read_concern.get_or_insert_with(ReadConcern::majority);
+        options
+            .read_concern
+            .get_or_insert_with(ReadConcern::majority);
         Ok(Self {
             shown,
             options,
@@ -455,7 +464,11 @@ impl MongoStore {
     }
 
     /// The namespace record and every slot of the namespace: one query on the `ns` index.
-    async fn read_all(&self, c: &Collection<Document>, ns: &Namespace) -> Result<Snapshot, StoreError> {
+    async fn read_all(
+        &self,
+        c: &Collection<Document>,
+        ns: &Namespace,
+    ) -> Result<Snapshot, StoreError> {
         let mut cursor = c
             .find(doc! { "ns": ns.encoded() })
             .await
@@ -508,7 +521,11 @@ impl MongoStore {
     }
 }
 
-fn decode_slot_document(ns: &Namespace, slot: u32, doc: Document) -> Result<(SlotRecord, i64), StoreError> {
+fn decode_slot_document(
+    ns: &Namespace,
+    slot: u32,
+    doc: Document,
+) -> Result<(SlotRecord, i64), StoreError> {
     let (value, rev) = split_document(ns, &format!("slot {slot}"), doc, Some(slot))?;
     Ok((slot_from_value(KIND, ns, slot, value)?, rev))
 }

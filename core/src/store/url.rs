@@ -449,7 +449,10 @@ mod tests {
             "mongodb://ids:Hunter2pw@127.0.0.1:27017,127.0.0.2:27017/ids?replicaSet=rs0",
             &["Hunter2pw"],
         ),
-        ("mongodb+srv://ids:Hunter2pw@cluster.example", &["Hunter2pw"]),
+        (
+            "mongodb+srv://ids:Hunter2pw@cluster.example",
+            &["Hunter2pw"],
+        ),
     ];
 
     fn assert_hidden(shown: &str, url: &str, secrets: &[&str]) {
