@@ -17,7 +17,8 @@
 //! etcd has no clock of its own that clients can read, so the store clock is the caller's [`Clock`]. Safety does
 //! not depend on it; availability (when a lease expires) depends on the hosts' clocks agreeing within `tolerance`.
 
-use super::{BoxError, Inspection, LeaseStore, StoreError};
+use super::common::{self, Try};
+use super::{Inspection, LeaseStore, StoreError};
 use crate::clock::Clock;
 use crate::lease::{
     protocol, AcquireRequest, Acquired, Namespace, NamespaceConfig, NamespaceRecord, SlotLease,
@@ -35,12 +36,8 @@ const KIND: &str = "etcd";
 
 /// The root of every key this store writes.
 const ROOT: &str = "cosid/";
-/// How long one operation (all its retries included) may take before it is reported as unavailable.
-const OPERATION_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long one request to etcd may take.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
-/// How many times an operation whose compare failed reads again and retries.
-const MAX_TRIES: u32 = 64;
 /// The largest reply a range over one namespace may be (2^bits records of a few hundred bytes).
 const MAX_REPLY_BYTES: usize = 256 << 20;
 
@@ -54,22 +51,6 @@ pub struct EtcdStore {
     options: ConnectOptions,
     client: Arc<OnceCell<Client>>,
     clock: Arc<dyn Clock>,
-}
-
-/// A client error with the cluster it came from (the client's own messages do not say).
-#[derive(Debug, thiserror::Error)]
-#[error("{endpoints}: {error}")]
-struct At {
-    endpoints: String,
-    error: BoxError,
-}
-
-#[derive(Debug, thiserror::Error)]
-enum Failure {
-    #[error("no answer within {0:?}")]
-    TimedOut(Duration),
-    #[error("the transaction's compare failed {0} times in a row: other writers keep changing namespace {1:?}")]
-    Contended(u32, String),
 }
 
 fn unavailable(e: impl std::error::Error + Send + Sync + 'static) -> StoreError {
@@ -198,13 +179,6 @@ fn unchanged(key: &str, mod_revision: Option<i64>) -> Compare {
     }
 }
 
-/// What one try of an operation ends with.
-enum Try<T> {
-    Done(T),
-    /// A compare failed: read again.
-    Raced,
-}
-
 impl EtcdStore {
     /// Prepares a client for `endpoints` (`host:port`, the first optionally `user:password@host:port`); the store
     /// clock is `clock`. Does not connect.
@@ -273,52 +247,23 @@ impl EtcdStore {
             .max_decoding_message_size(MAX_REPLY_BYTES))
     }
 
-    /// Runs `attempt` until it is done, retrying raced compares; gives up after [`OPERATION_TIMEOUT`].
-    async fn retrying<T, F, Fut>(&self, ns: &Namespace, mut attempt: F) -> Result<T, StoreError>
+    /// Runs `attempt` until it is done, reading again after a raced write (see [`common::retrying`]).
+    async fn retrying<T, F, Fut>(&self, ns: &Namespace, attempt: F) -> Result<T, StoreError>
     where
         F: FnMut(KvClient) -> Fut + Send,
         Fut: std::future::Future<Output = Result<Try<T>, StoreError>> + Send,
         T: Send,
     {
-        let run = async {
-            for tries in 1..=MAX_TRIES {
-                let kv = self.kv().await?;
-                match attempt(kv).await? {
-                    Try::Done(value) => return Ok(value),
-                    Try::Raced => {
-                        let pause = rand::random_range(0..=(1u64 << tries.min(5)));
-                        tokio::time::sleep(Duration::from_millis(pause)).await;
-                    }
-                }
-            }
-            Err(unavailable(Failure::Contended(MAX_TRIES, ns.to_string())))
-        };
-        self.bounded(run).await
+        let servers = self.endpoints.join(",");
+        common::retrying(KIND, &servers, ns, || self.kv(), attempt).await
     }
 
-    /// Runs one operation: bounded by [`OPERATION_TIMEOUT`], and its failures name the cluster.
+    /// Runs one operation: bounded in time, and its failures name the cluster.
     async fn bounded<T>(
         &self,
         run: impl std::future::Future<Output = Result<T, StoreError>>,
     ) -> Result<T, StoreError> {
-        let at = |error| At {
-            endpoints: self.endpoints.join(","),
-            error,
-        };
-        match tokio::time::timeout(OPERATION_TIMEOUT, run).await {
-            Err(_) => Err(unavailable(at(Box::new(Failure::TimedOut(
-                OPERATION_TIMEOUT,
-            ))))),
-            Ok(Err(StoreError::Unavailable { store, source })) => Err(StoreError::Unavailable {
-                store,
-                source: Box::new(at(source)),
-            }),
-            Ok(Err(StoreError::Generic { store, source })) => Err(StoreError::Generic {
-                store,
-                source: Box::new(at(source)),
-            }),
-            Ok(other) => other,
-        }
+        common::bounded(KIND, &self.endpoints.join(","), run).await
     }
 }
 

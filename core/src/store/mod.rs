@@ -2,6 +2,8 @@
 //!
 //! Every operation is one atomic step in the store that applies the rules of [`crate::lease::protocol`].
 
+#[cfg(any(feature = "etcd", feature = "zookeeper", feature = "mongodb"))]
+mod common;
 #[cfg(feature = "etcd")]
 mod etcd;
 #[cfg(feature = "http")]

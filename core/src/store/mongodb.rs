@@ -32,8 +32,9 @@
 //! The store clock is the primary's: the `localTime` of a `hello` answered by the primary, read at the start of
 //! each attempt, so that every decision is made on a time no later than the write that carries it.
 
+use super::common::{self, Try};
 use super::json_record::{namespace_from_value, namespace_value, slot_from_value, slot_value};
-use super::{BoxError, Finding, Inspection, LeaseStore, StoreError};
+use super::{Finding, Inspection, LeaseStore, StoreError};
 use crate::lease::{
     protocol, AcquireRequest, Acquired, Namespace, NamespaceConfig, NamespaceRecord, SlotLease,
     SlotRecord,
@@ -53,14 +54,10 @@ const KIND: &str = "mongodb";
 pub const COLLECTION: &str = "cosid_leases";
 /// The database when the URL names none.
 const DEFAULT_DATABASE: &str = "cosid";
-/// How long one operation (all its retries included) may take before it is reported as unavailable.
-const OPERATION_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long finding a server to talk to may take, unless the URL says (`serverSelectionTimeoutMS`).
 const SERVER_SELECTION_TIMEOUT: Duration = Duration::from_secs(5);
 /// How long a majority may take to acknowledge a write before the primary answers that it did not.
 const MAJORITY_TIMEOUT: Duration = Duration::from_secs(5);
-/// How many times an operation whose conditional write matched nothing reads again and retries.
-const MAX_TRIES: u32 = 64;
 /// MongoDB's code for a duplicate key.
 const DUPLICATE_KEY: i32 = 11000;
 /// Server error codes after which the same request may succeed later: a primary stepping down or shutting down,
@@ -107,23 +104,9 @@ impl std::fmt::Debug for MongoStore {
     }
 }
 
-/// A client error with the deployment it came from (the client's own messages do not always say).
 #[derive(Debug, thiserror::Error)]
-#[error("{url}: {error}")]
-struct At {
-    url: String,
-    error: BoxError,
-}
-
-#[derive(Debug, thiserror::Error)]
-enum Failure {
-    #[error("no answer within {0:?}")]
-    TimedOut(Duration),
-    #[error("the conditional write matched nothing {0} times in a row: other writers keep changing namespace {1:?}")]
-    Contended(u32, String),
-    #[error("the server's hello has no localTime: {0}")]
-    NoTime(String),
-}
+#[error("the server's hello has no localTime: {0}")]
+struct NoTime(String);
 
 fn unavailable(e: impl std::error::Error + Send + Sync + 'static) -> StoreError {
     StoreError::Unavailable {
@@ -280,13 +263,6 @@ struct Snapshot {
     slots: Vec<(SlotRecord, i64)>,
 }
 
-/// What one attempt of an operation ends with.
-enum Try<T> {
-    Done(T),
-    /// A conditional write matched nothing: read again.
-    Raced,
-}
-
 impl MongoStore {
     /// Prepares a client for a `mongodb://` URL (see the module's documentation). Does not connect.
     pub async fn open(url: &str) -> Result<Self, StoreError> {
@@ -377,57 +353,28 @@ impl MongoStore {
             .map_err(mongo_err)?;
         match reply.get("localTime") {
             Some(Bson::DateTime(t)) => u64::try_from(t.timestamp_millis())
-                .map_err(|_| unavailable(Failure::NoTime(format!("{t} is before 1970")))),
-            other => Err(unavailable(Failure::NoTime(format!("{other:?}")))),
+                .map_err(|_| unavailable(NoTime(format!("{t} is before 1970")))),
+            other => Err(unavailable(NoTime(format!("{other:?}")))),
         }
     }
 
-    /// Runs `attempt` until it is done, retrying raced writes; gives up after [`OPERATION_TIMEOUT`].
-    async fn retrying<T, F, Fut>(&self, ns: &Namespace, mut attempt: F) -> Result<T, StoreError>
+    /// Runs `attempt` until it is done, reading again after a raced write (see [`common::retrying`]).
+    async fn retrying<T, F, Fut>(&self, ns: &Namespace, attempt: F) -> Result<T, StoreError>
     where
         F: FnMut(Collection<Document>) -> Fut + Send,
         Fut: std::future::Future<Output = Result<Try<T>, StoreError>> + Send,
         T: Send,
     {
-        let run = async {
-            for tries in 1..=MAX_TRIES {
-                let collection = self.collection().await?;
-                match attempt(collection).await? {
-                    Try::Done(value) => return Ok(value),
-                    Try::Raced => {
-                        let pause = rand::random_range(0..=(1u64 << tries.min(5)));
-                        tokio::time::sleep(Duration::from_millis(pause)).await;
-                    }
-                }
-            }
-            Err(unavailable(Failure::Contended(MAX_TRIES, ns.to_string())))
-        };
-        self.bounded(run).await
+        let servers = self.shown.clone();
+        common::retrying(KIND, &servers, ns, || self.collection(), attempt).await
     }
 
-    /// Runs one operation: bounded by [`OPERATION_TIMEOUT`], and its failures name the deployment.
+    /// Runs one operation: bounded in time, and its failures name the deployment.
     async fn bounded<T>(
         &self,
         run: impl std::future::Future<Output = Result<T, StoreError>>,
     ) -> Result<T, StoreError> {
-        let at = |error| At {
-            url: self.shown.clone(),
-            error,
-        };
-        match tokio::time::timeout(OPERATION_TIMEOUT, run).await {
-            Err(_) => Err(unavailable(at(Box::new(Failure::TimedOut(
-                OPERATION_TIMEOUT,
-            ))))),
-            Ok(Err(StoreError::Unavailable { store, source })) => Err(StoreError::Unavailable {
-                store,
-                source: Box::new(at(source)),
-            }),
-            Ok(Err(StoreError::Generic { store, source })) => Err(StoreError::Generic {
-                store,
-                source: Box::new(at(source)),
-            }),
-            Ok(other) => other,
-        }
+        common::bounded(KIND, &self.shown.clone(), run).await
     }
 
     async fn read_namespace(

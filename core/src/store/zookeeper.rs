@@ -33,7 +33,8 @@
 //! does not depend on the clock; availability (when a lease expires) depends on the hosts' clocks agreeing within
 //! `tolerance`.
 
-use super::{BoxError, Inspection, LeaseStore, StoreError};
+use super::common::{self, Try};
+use super::{Inspection, LeaseStore, StoreError};
 use crate::clock::Clock;
 use crate::lease::{
     protocol, AcquireRequest, Acquired, Namespace, NamespaceConfig, NamespaceRecord, SlotLease,
@@ -48,15 +49,11 @@ use zookeeper_client::{
 
 const KIND: &str = "zookeeper";
 
-/// How long one operation (all its retries included) may take before it is reported as unavailable.
-const OPERATION_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long connecting to one server may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// The session timeout asked for (the server bounds it by its `minSessionTimeout`/`maxSessionTimeout`). Leases do
 /// not depend on it: it only decides how long a disconnected client keeps its session.
 const SESSION_TIMEOUT: Duration = Duration::from_secs(10);
-/// How many times an operation whose checks failed reads again and retries.
-const MAX_TRIES: u32 = 64;
 
 /// Leases in a ZooKeeper ensemble; the store clock is the given clock. Cloning shares the session.
 ///
@@ -71,24 +68,6 @@ pub struct ZookeeperStore {
     digest: Option<String>,
     client: Arc<tokio::sync::Mutex<Option<Client>>>,
     clock: Arc<dyn Clock>,
-}
-
-/// A client error with the ensemble it came from (the client's own messages do not say).
-#[derive(Debug, thiserror::Error)]
-#[error("{hosts}: {error}")]
-struct At {
-    hosts: String,
-    error: BoxError,
-}
-
-#[derive(Debug, thiserror::Error)]
-enum Failure {
-    #[error("no answer within {0:?}")]
-    TimedOut(Duration),
-    #[error(
-        "the multi's checks failed {0} times in a row: other writers keep changing namespace {1:?}"
-    )]
-    Contended(u32, String),
 }
 
 fn unavailable(e: impl std::error::Error + Send + Sync + 'static) -> StoreError {
@@ -165,13 +144,6 @@ struct Snapshot {
     /// The version of the `slot` znode, if it exists.
     slots_version: Option<i32>,
     slots: Vec<(SlotRecord, i32)>,
-}
-
-/// What one try of an operation ends with.
-enum Try<T> {
-    Done(T),
-    /// A check failed, or a znode came or went between two reads: read again.
-    Raced,
 }
 
 impl std::fmt::Debug for ZookeeperStore {
@@ -348,52 +320,23 @@ impl ZookeeperStore {
         Ok(client)
     }
 
-    /// Runs `attempt` until it is done, retrying raced checks; gives up after [`OPERATION_TIMEOUT`].
-    async fn retrying<T, F, Fut>(&self, ns: &Namespace, mut attempt: F) -> Result<T, StoreError>
+    /// Runs `attempt` until it is done, reading again after a raced write (see [`common::retrying`]).
+    async fn retrying<T, F, Fut>(&self, ns: &Namespace, attempt: F) -> Result<T, StoreError>
     where
         F: FnMut(Client) -> Fut + Send,
         Fut: std::future::Future<Output = Result<Try<T>, StoreError>> + Send,
         T: Send,
     {
-        let run = async {
-            for tries in 1..=MAX_TRIES {
-                let client = self.client().await?;
-                match attempt(client).await? {
-                    Try::Done(value) => return Ok(value),
-                    Try::Raced => {
-                        let pause = rand::random_range(0..=(1u64 << tries.min(5)));
-                        tokio::time::sleep(Duration::from_millis(pause)).await;
-                    }
-                }
-            }
-            Err(unavailable(Failure::Contended(MAX_TRIES, ns.to_string())))
-        };
-        self.bounded(run).await
+        let servers = self.hosts.clone();
+        common::retrying(KIND, &servers, ns, || self.client(), attempt).await
     }
 
-    /// Runs one operation: bounded by [`OPERATION_TIMEOUT`], and its failures name the ensemble.
+    /// Runs one operation: bounded in time, and its failures name the ensemble.
     async fn bounded<T>(
         &self,
         run: impl std::future::Future<Output = Result<T, StoreError>>,
     ) -> Result<T, StoreError> {
-        let at = |error| At {
-            hosts: self.hosts.clone(),
-            error,
-        };
-        match tokio::time::timeout(OPERATION_TIMEOUT, run).await {
-            Err(_) => Err(unavailable(at(Box::new(Failure::TimedOut(
-                OPERATION_TIMEOUT,
-            ))))),
-            Ok(Err(StoreError::Unavailable { store, source })) => Err(StoreError::Unavailable {
-                store,
-                source: Box::new(at(source)),
-            }),
-            Ok(Err(StoreError::Generic { store, source })) => Err(StoreError::Generic {
-                store,
-                source: Box::new(at(source)),
-            }),
-            Ok(other) => other,
-        }
+        common::bounded(KIND, &self.hosts.clone(), run).await
     }
 
     /// Reads every znode of the namespace. `Raced` when a slot went away between the listing and its read.
