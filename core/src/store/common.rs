@@ -1,0 +1,110 @@
+//! What the stores that write optimistically share (etcd, ZooKeeper, MongoDB): each operation reads, decides by
+//! [`crate::lease::protocol`], and writes only if nothing it read has changed; when something has, it reads
+//! again. This module holds that loop, its bounds, and the wrapping that names the server an error came from, so
+//! a store is its own I/O and nothing else.
+
+use super::{BoxError, StoreError};
+use crate::lease::Namespace;
+use std::future::Future;
+use std::time::Duration;
+
+/// How long one operation (all its retries included) may take before it is reported as unavailable.
+pub(super) const OPERATION_TIMEOUT: Duration = Duration::from_secs(10);
+/// How many times an operation whose conditional write failed reads again and retries.
+pub(super) const MAX_TRIES: u32 = 64;
+
+/// What one attempt of an operation ends with.
+pub(super) enum Try<T> {
+    Done(T),
+    /// A conditional write failed (another writer got there first), or a record came or went between two reads:
+    /// read again.
+    Raced,
+}
+
+/// A client error with the servers it came from (the clients' own messages do not always say).
+#[derive(Debug, thiserror::Error)]
+#[error("{at}: {error}")]
+struct At {
+    at: String,
+    error: BoxError,
+}
+
+#[derive(Debug, thiserror::Error)]
+enum Failure {
+    #[error("no answer within {0:?}")]
+    TimedOut(Duration),
+    #[error("the conditional write failed {0} times in a row: other writers keep changing namespace {1:?}")]
+    Contended(u32, String),
+}
+
+fn unavailable(
+    store: &'static str,
+    e: impl std::error::Error + Send + Sync + 'static,
+) -> StoreError {
+    StoreError::Unavailable {
+        store,
+        source: Box::new(e),
+    }
+}
+
+/// Runs `attempt` with a fresh `connection()` until it is done, pausing a short random time after each raced
+/// attempt (up to 32 ms); gives up after [`MAX_TRIES`] attempts as unavailable. Bounded as [`bounded`] says.
+pub(super) async fn retrying<C, T, G, GFut, F, Fut>(
+    store: &'static str,
+    servers: &str,
+    namespace: &Namespace,
+    mut connection: G,
+    mut attempt: F,
+) -> Result<T, StoreError>
+where
+    G: FnMut() -> GFut + Send,
+    GFut: Future<Output = Result<C, StoreError>> + Send,
+    F: FnMut(C) -> Fut + Send,
+    Fut: Future<Output = Result<Try<T>, StoreError>> + Send,
+    T: Send,
+{
+    let run = async {
+        for tries in 1..=MAX_TRIES {
+            match attempt(connection().await?).await? {
+                Try::Done(value) => return Ok(value),
+                Try::Raced => {
+                    let pause = rand::random_range(0..=(1u64 << tries.min(5)));
+                    tokio::time::sleep(Duration::from_millis(pause)).await;
+                }
+            }
+        }
+        Err(unavailable(
+            store,
+            Failure::Contended(MAX_TRIES, namespace.to_string()),
+        ))
+    };
+    bounded(store, servers, run).await
+}
+
+/// Runs one operation within [`OPERATION_TIMEOUT`] (after which it is unavailable); its unavailable and generic
+/// failures name `servers` (with no password: callers pass what may be shown).
+pub(super) async fn bounded<T>(
+    store: &'static str,
+    servers: &str,
+    run: impl Future<Output = Result<T, StoreError>>,
+) -> Result<T, StoreError> {
+    let at = |error| At {
+        at: servers.to_owned(),
+        error,
+    };
+    match tokio::time::timeout(OPERATION_TIMEOUT, run).await {
+        Err(_) => Err(unavailable(
+            store,
+            at(Box::new(Failure::TimedOut(OPERATION_TIMEOUT))),
+        )),
+        Ok(Err(StoreError::Unavailable { store, source })) => Err(StoreError::Unavailable {
+            store,
+            source: Box::new(at(source)),
+        }),
+        Ok(Err(StoreError::Generic { store, source })) => Err(StoreError::Generic {
+            store,
+            source: Box::new(at(source)),
+        }),
+        Ok(other) => other,
+    }
+}
