@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# The chaos profile for CI (about 12 minutes after the build): cosid against a real Redis, then one SQLite file
+# The chaos profile for CI (about 10 minutes after the build): cosid against a real Redis, then one SQLite file
 # shared by 8 processes, then a private PostgreSQL, then a private 3-member etcd cluster, each under faults, each
 # followed by the negative control that shows the checker can see lost writes. See docs/reliability.md.
 #
 #     bash .ci/chaos.sh
 #
 # 1. the harness's unit tests (the checker's planted-fault self-test among them);
-# 2. `cosid-chaos run --profile ci`: 3 minutes, 4 workers on 2 slots, Redis with appendfsync always, a fault every
+# 2. `cosid-chaos run --profile ci`: 2 minutes, 4 workers on 2 slots, Redis with appendfsync always, a fault every
 #    2 to 6 s; fails on any duplicate, any id outside a window granted to its holder, any overlapping windows, any
 #    store-regression alarm, or a failed sanity check of the checker;
 # 3. `cosid-chaos run --profile ci --negative`: 5 rounds of 30 s with appendfsync everysec and an older copy of

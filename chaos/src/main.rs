@@ -200,7 +200,7 @@ fn main() -> ExitCode {
                 negative_control(base, rounds, per_round, profile)
             } else {
                 let duration = duration.unwrap_or(match (profile, store) {
-                    (Profile::Ci, Store::Redis) => Duration::from_secs(180),
+                    (Profile::Ci, Store::Redis) => Duration::from_secs(120),
                     (Profile::Ci, Store::Etcd) => Duration::from_secs(60),
                     (Profile::Ci, Store::Sqlite | Store::Postgres) => Duration::from_secs(45),
                     (Profile::Long, _) => Duration::from_secs(30 * 60),
