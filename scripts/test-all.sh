@@ -75,6 +75,9 @@ bash .ci/node.sh
 step "artefacts: dist/ installed without Rust (venv, npm, pnpm, C prefix with pkg-config and CMake, CLI)"
 bash .ci/artefacts.sh
 
+step "dashboard: cosid serve's page in headless Chromium (slot table read from the DOM, a screenshot)"
+bash .ci/dashboard.sh
+
 step "interop: migration from the real CosId (Java)"
 bash .ci/interop.sh
 

@@ -286,6 +286,10 @@ fn the_dashboard_shows_slots_holders_and_windows() {
         page.contains("<td>held</td>") && page.contains("expires in"),
         "{page}"
     );
+    assert!(
+        page.contains("recent events") && page.contains("<td>&lt;b&gt;ids</td><td>ACQUIRED</td>"),
+        "the acquisition of the server's runtime, escaped: {page}"
+    );
 }
 
 /// The first `/v1/ids` request of a namespace waits for a slot; meanwhile other namespaces and `/metrics` answer.

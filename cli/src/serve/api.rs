@@ -38,9 +38,43 @@ pub struct State {
     pub runtimes: Mutex<HashMap<String, RuntimeCell>>,
     /// Largest `n` of one `/v1/ids` request.
     pub max_ids: usize,
+    /// The latest events of those runtimes, for the dashboard (renewals left out: they come every few seconds).
+    pub events: Mutex<std::collections::VecDeque<Recent>>,
+}
+
+/// How many events the dashboard keeps.
+pub const RECENT_EVENTS: usize = 50;
+
+/// One event of a `/v1/ids` runtime as the dashboard shows it.
+#[derive(Debug, Clone)]
+pub struct Recent {
+    /// When it was seen (Unix ms, this host's clock).
+    pub at_ms: u64,
+    pub namespace: String,
+    /// The event's stable name (`SLOT_LOST`).
+    pub name: &'static str,
+    /// Its fields.
+    pub detail: String,
 }
 
 impl State {
+    /// Keeps `event` of the runtime of `namespace` among the latest [`RECENT_EVENTS`].
+    pub fn record(&self, namespace: &str, event: &cosid::Event) {
+        if matches!(event, cosid::Event::Renewed { .. }) {
+            return;
+        }
+        let mut events = self.events.lock().unwrap_or_else(|e| e.into_inner());
+        if events.len() == RECENT_EVENTS {
+            events.pop_front();
+        }
+        events.push_back(Recent {
+            at_ms: cosid::clock::Clock::now_ms(&cosid::clock::SystemClock),
+            namespace: namespace.to_owned(),
+            name: event.name(),
+            detail: format!("{event:?}"),
+        });
+    }
+
     /// Releases the slot of every runtime of `/v1/ids` (graceful shutdown).
     pub fn release_all(&self) {
         let all: Vec<_> = self
@@ -456,15 +490,23 @@ fn runtime(state: &Arc<State>, namespace: &str) -> Result<Arc<Runtime>, cosid::E
         return Ok(rt.clone());
     }
     let metrics = state.metrics.clone();
+    // A weak reference: the runtimes live in the state, which must not be kept alive by them.
+    let recorder = Arc::downgrade(state);
+    let name = namespace.to_owned();
     let rt = cosid::Builder::with_config(state.config.clone())
         .namespace(namespace)
         .store_instance(state.store.clone())
-        .subscribe(move |e: &cosid::Event| match e {
-            cosid::Event::Renewed { .. } => metrics.renewal("ok", None),
-            cosid::Event::RenewFailed { .. } => metrics.renewal("failed", None),
-            cosid::Event::SlotLost { .. } => metrics.renewal("lost", None),
-            cosid::Event::StoreRegression { .. } => metrics.regression(),
-            _ => {}
+        .subscribe(move |e: &cosid::Event| {
+            match e {
+                cosid::Event::Renewed { .. } => metrics.renewal("ok", None),
+                cosid::Event::RenewFailed { .. } => metrics.renewal("failed", None),
+                cosid::Event::SlotLost { .. } => metrics.renewal("lost", None),
+                cosid::Event::StoreRegression { .. } => metrics.regression(),
+                _ => {}
+            }
+            if let Some(state) = recorder.upgrade() {
+                state.record(&name, e);
+            }
         })
         .build()?;
     let rt = Arc::new(rt);

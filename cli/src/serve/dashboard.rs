@@ -1,5 +1,6 @@
 //! `GET /dashboard?ns=NAME&ns=...`: one server-rendered page of the namespaces asked for (and those of the server's
-//! own `/ids` runtimes): each slot's state, holder, fence, window and time to expiry. It reloads itself every 2 s.
+//! own `/ids` runtimes): each slot's state, holder, fence, window and time to expiry, and the latest events of the
+//! server's runtimes. It reloads itself every 2 s.
 
 use super::api::State;
 use cosid::lease::Namespace;
@@ -21,13 +22,49 @@ fn esc(s: &str) -> String {
     out
 }
 
+/// The latest events of the server's own runtimes (of `/v1/ids`), newest first.
+fn recent_events(state: &State, out: &mut String) {
+    let events: Vec<_> = state
+        .events
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .iter()
+        .rev()
+        .cloned()
+        .collect();
+    out.push_str("<h2>recent events of this server's runtimes</h2>\n");
+    if events.is_empty() {
+        out.push_str("<p>none yet</p>\n");
+        return;
+    }
+    out.push_str("<table class=\"events\"><tr><th>time (UTC)</th><th>namespace</th><th>event</th><th>detail</th></tr>\n");
+    for e in events {
+        let at = time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(e.at_ms) * 1_000_000)
+            .ok()
+            .and_then(|t| {
+                t.format(&time::format_description::well_known::Rfc3339)
+                    .ok()
+            })
+            .unwrap_or_else(|| e.at_ms.to_string());
+        let _ = writeln!(
+            out,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td class=\"detail\">{}</td></tr>",
+            esc(&at),
+            esc(&e.namespace),
+            e.name,
+            esc(&e.detail)
+        );
+    }
+    out.push_str("</table>\n");
+}
+
 /// The page for `names` (each already authorized).
 pub async fn render(state: &State, names: &[String]) -> String {
     let mut out = String::from(
         "<!doctype html>\n<html><head><meta charset=\"utf-8\"><meta http-equiv=\"refresh\" content=\"2\">\
          <title>cosid serve</title><style>body{font-family:sans-serif;margin:1.5em}\
          table{border-collapse:collapse;margin-bottom:1.5em}td,th{border:1px solid #ccc;padding:.25em .6em;\
-         text-align:right}th{background:#eee}.held{color:#070}.expired{color:#a60}.free{color:#777}</style>\
+         text-align:right}th{background:#eee}.events td{text-align:left}.detail{font-family:monospace;font-size:85%}.held{color:#070}.expired{color:#a60}.free{color:#777}</style>\
          </head><body>\n",
     );
     let _ = writeln!(
@@ -98,6 +135,7 @@ pub async fn render(state: &State, names: &[String]) -> String {
         }
         out.push_str("</table>\n");
     }
+    recent_events(state, &mut out);
     out.push_str("</body></html>\n");
     out
 }

@@ -84,6 +84,7 @@ pub fn run(args: &Args, config: &Config) -> Result<(), Failure> {
             config: config.clone(),
             runtimes: Default::default(),
             max_ids: args.max_ids,
+            events: Default::default(),
         });
         let mut app = api::router(state.clone(), args.max_body);
         if args.rate_limit > 0 {
