@@ -8,8 +8,11 @@ use time::OffsetDateTime;
 pub fn rfc3339(ms: u64) -> String {
     let format =
         format_description!("[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z");
+    // Past 9999 checked here, not left to `time`, which represents such years when its `large-dates` feature is
+    // on (the MongoDB driver turns it on in a build with that store).
     OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000)
         .ok()
+        .filter(|t| t.year() <= 9999)
         .and_then(|t| t.format(&format).ok())
         .unwrap_or_else(|| format!("{ms} ms"))
 }
@@ -64,6 +67,9 @@ mod tests {
         assert_eq!(rfc3339(1_577_203_200_000), "2019-12-24T16:00:00.000Z");
         assert_eq!(rfc3339(1_704_067_200_123), "2024-01-01T00:00:00.123Z");
         assert_eq!(rfc3339(u64::MAX), format!("{} ms", u64::MAX));
+        // The last millisecond of 9999, then the first of 10000 (a year `time` represents with `large-dates`).
+        assert_eq!(rfc3339(253_402_300_799_999), "9999-12-31T23:59:59.999Z");
+        assert_eq!(rfc3339(253_402_300_800_000), "253402300800000 ms");
         assert_eq!(seconds(12_345), "12.345s");
         assert_eq!(seconds(-500), "-0.500s");
     }

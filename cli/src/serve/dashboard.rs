@@ -39,13 +39,7 @@ fn recent_events(state: &State, out: &mut String) {
     }
     out.push_str("<table class=\"events\"><tr><th>time (UTC)</th><th>namespace</th><th>event</th><th>detail</th></tr>\n");
     for e in events {
-        let at = time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(e.at_ms) * 1_000_000)
-            .ok()
-            .and_then(|t| {
-                t.format(&time::format_description::well_known::Rfc3339)
-                    .ok()
-            })
-            .unwrap_or_else(|| e.at_ms.to_string());
+        let at = crate::show::rfc3339(e.at_ms);
         let _ = writeln!(
             out,
             "<tr><td>{}</td><td>{}</td><td>{}</td><td class=\"detail\">{}</td></tr>",

@@ -32,8 +32,12 @@ impl Layout {
     pub fn to_friendly(&self, id: Id) -> Result<String, IdError> {
         let parts = self.decompose(id)?;
         let ts = parts.timestamp_ms;
+        // The year must have four digits. Checked here, not left to `time`: with its `large-dates` feature (which
+        // another crate of the build may turn on) it represents years past 9999.
         let at = OffsetDateTime::from_unix_timestamp_nanos(i128::from(ts) * 1_000_000)
-            .map_err(|_| IdError::NotRepresentable { timestamp_ms: ts })?;
+            .ok()
+            .filter(|at| (0..=9999).contains(&at.year()))
+            .ok_or(IdError::NotRepresentable { timestamp_ms: ts })?;
         let mut out = String::with_capacity(TIMESTAMP_LEN + 2 + 2 * 20);
         // Writing to a String cannot fail.
         let _ = write!(
