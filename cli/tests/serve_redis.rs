@@ -3,8 +3,7 @@
 //! are skipped.
 #![cfg(feature = "redis")]
 
-#[path = "../../core/tests/conformance/mod.rs"]
-mod conformance;
+use cosid::conformance;
 mod serve_common;
 
 use cosid::lease::{Namespace, NamespaceRecord, SlotRecord};

@@ -1,7 +1,6 @@
 //! The store conformance suite through a real `cosid serve` in front of an SQLite file, with the `http://` store.
 
-#[path = "../../core/tests/conformance/mod.rs"]
-mod conformance;
+use cosid::conformance;
 mod serve_common;
 
 use cosid::lease::{Namespace, NamespaceRecord, SlotRecord};

@@ -16,6 +16,8 @@
 
 pub mod clock;
 pub mod config;
+#[cfg(feature = "conformance")]
+pub mod conformance;
 mod error;
 mod event;
 mod file_identity;

@@ -5,7 +5,7 @@
 //! here a manual clock, which the suite moves instead of waiting.
 #![cfg(feature = "etcd")]
 
-mod conformance;
+use cosid::conformance;
 
 use cosid::clock::{Clock, ManualClock};
 use cosid::lease::{

@@ -1,6 +1,6 @@
 //! The conformance suite on the in-memory store, on a manual store clock.
 
-mod conformance;
+use cosid::conformance;
 
 use cosid::clock::ManualClock;
 use cosid::lease::{Namespace, NamespaceRecord, SlotRecord};

@@ -8,7 +8,7 @@
 //!   free port of 127.0.0.1 in a temporary folder, kills it and starts it again on the same data.
 #![cfg(feature = "mongodb")]
 
-mod conformance;
+use cosid::conformance;
 
 use conformance::{Recorder, Target, CONFIG};
 use cosid::generator::Waits;

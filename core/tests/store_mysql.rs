@@ -5,7 +5,7 @@
 //! expiry cases wait for it in real time (a few hundred milliseconds).
 #![cfg(feature = "mysql")]
 
-mod conformance;
+use cosid::conformance;
 
 use cosid::clock::SystemClock;
 use cosid::lease::{

@@ -3,7 +3,7 @@
 //! are skipped.
 #![cfg(feature = "postgres")]
 
-mod conformance;
+use cosid::conformance;
 
 use conformance::{fresh, Target, CONFIG, LONG_TTL_MS};
 use cosid::lease::{Namespace, NamespaceRecord, Owner, SlotRecord};

@@ -6,7 +6,7 @@
 //!   127.0.0.1 in a temporary folder; without `redis-server` on `PATH` they print why they are skipped.
 #![cfg(feature = "redis")]
 
-mod conformance;
+use cosid::conformance;
 
 use conformance::{fresh, Recorder, Target, CONFIG, LONG_TTL_MS};
 use cosid::generator::Waits;

@@ -1,7 +1,7 @@
 //! The conformance suite on the SQLite store (a fresh file per case), on a manual store clock.
 #![cfg(feature = "sqlite")]
 
-mod conformance;
+use cosid::conformance;
 
 use cosid::clock::ManualClock;
 use cosid::lease::{Namespace, NamespaceRecord, SlotRecord};

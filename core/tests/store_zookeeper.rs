@@ -8,7 +8,7 @@
 //!   package) on a free port of 127.0.0.1 in a temporary folder; without it they print why they are skipped.
 #![cfg(feature = "zookeeper")]
 
-mod conformance;
+use cosid::conformance;
 
 use conformance::Recorder;
 use cosid::clock::{Clock, ManualClock};

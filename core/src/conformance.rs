@@ -1,13 +1,15 @@
-//! The store conformance suite: every case is written once here and run against every store.
+//! The store conformance suite (cargo feature `conformance`): every case is written once here and run against every
+//! store, cosid's own and any other implementation of [`LeaseStore`] (a user's `Arc<dyn LeaseStore>`), as
+//! `object_store` exports its integration suite. The cases are public functions named after what they check.
 //!
 //! # Plugging a store in
 //!
-//! A store's test file (`tests/store_<name>.rs`) implements [`Target`] and expands [`conformance_tests!`] with an
-//! expression that makes a fresh target (or `None`, after printing why the store is skipped):
+//! A store's test file implements [`Target`] and expands [`conformance_tests!`] with an expression that makes a
+//! fresh target (or `None`, after printing why the store is skipped). The expansion is one `#[tokio::test]` per case:
+//! the test crate needs `tokio` with the `macros` and `rt-multi-thread` features, and `cosid` with `conformance`.
 //!
 //! ```ignore
-//! mod conformance;
-//! use conformance::Target;
+//! use cosid::conformance::{self, Target};
 //!
 //! struct Redis { store: Arc<RedisStore>, raw: redis::Client }
 //!
@@ -26,7 +28,8 @@
 //! conformance::conformance_tests!(target());
 //! ```
 //!
-//! A network store also expands [`runtime_tests!`]: the cases that run a whole `Runtime` on the server.
+//! A network store also expands [`runtime_tests!`]: the cases that run a whole `Runtime` on the server (through a
+//! store URL, so for cosid's own stores).
 //!
 //! Each case gets its own namespace, named after the case plus a random UUID, so a store needs no cleanup between
 //! cases or runs, and network stores can share one database.
@@ -37,14 +40,14 @@
 //! past the expiry: stores on a manual clock (memory, SQLite) have it moved at once; a server's clock (Redis `TIME`,
 //! PostgreSQL `clock_timestamp()`, ...) is polled through `inspect` with real sleeps, so these cases take a few
 //! hundred milliseconds on a network store. Nothing asserts on elapsed time.
-#![allow(dead_code)]
+#![allow(missing_docs)]
 
-use cosid::clock::{Clock, ManualClock};
-use cosid::lease::{
+use crate::clock::{Clock, ManualClock};
+use crate::lease::{
     AcquireRequest, Acquired, Namespace, NamespaceConfig, NamespaceRecord, Owner, SlotLease,
     SlotRecord,
 };
-use cosid::store::{Inspection, LeaseStore, StoreError};
+use crate::store::{Inspection, LeaseStore, StoreError};
 use std::collections::BTreeSet;
 use std::future::Future;
 use std::sync::Arc;
@@ -63,7 +66,7 @@ pub const T0: u64 = 1_700_000_000_000;
 pub const CONFIG: NamespaceConfig = NamespaceConfig {
     bits: 5,
     tolerance_ms: 1_000,
-    layout: cosid::Layout::millis(),
+    layout: crate::Layout::millis(),
 };
 
 /// One store under test.
@@ -110,6 +113,7 @@ pub fn server_url(var: &str, script: &str) -> Option<String> {
 
 /// Expands to one `#[tokio::test]` per conformance case, each on a fresh target made by `$make` (an expression of
 /// type `impl Future<Output = Option<impl Target>>`; `None` skips the case).
+#[macro_export]
 macro_rules! conformance_tests {
     ($make:expr) => {
         $crate::conformance::conformance_tests!(@cases $make;
@@ -141,7 +145,7 @@ macro_rules! conformance_tests {
     };
     (@cases $make:expr; $($case:ident),+ $(,)?) => {
         $(
-            #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+            #[::tokio::test(flavor = "multi_thread", worker_threads = 4)]
             async fn $case() {
                 let Some(target) = $make.await else {
                     return;
@@ -151,7 +155,7 @@ macro_rules! conformance_tests {
         )+
     };
 }
-pub(crate) use conformance_tests;
+pub use crate::conformance_tests;
 
 // ---------------------------------------------------------------------------------------------------------------
 // Helpers
@@ -891,16 +895,16 @@ pub async fn a_second_layout_in_one_namespace_is_refused_naming_both_values(t: &
     let store = t.store();
     acquire(t, &ns, &Owner::new("millis"), LONG_TTL_MS).await;
     let seconds = NamespaceConfig {
-        layout: cosid::Layout::seconds(),
+        layout: crate::Layout::seconds(),
         ..CONFIG
     };
     let other_epoch = NamespaceConfig {
-        layout: cosid::Layout::new(1_600_000_000_000, cosid::Tick::Millisecond, 41, 10, 12)
+        layout: crate::Layout::new(1_600_000_000_000, crate::Tick::Millisecond, 41, 10, 12)
             .unwrap(),
         ..CONFIG
     };
     let narrower = NamespaceConfig {
-        layout: cosid::Layout::js_safe(),
+        layout: crate::Layout::js_safe(),
         ..CONFIG
     };
     for (config, field, stored, requested) in [
@@ -908,7 +912,7 @@ pub async fn a_second_layout_in_one_namespace_is_refused_naming_both_values(t: &
         (
             other_epoch,
             "layout epoch_ms",
-            cosid::Layout::DEFAULT_EPOCH_MS,
+            crate::Layout::DEFAULT_EPOCH_MS,
             1_600_000_000_000,
         ),
         (narrower, "layout slot_bits", 10, 5),
@@ -950,7 +954,7 @@ pub async fn a_namespace_recorded_without_a_layout_is_upgraded_by_the_first_writ
     };
     let store = t.store();
     let seconds = NamespaceConfig {
-        layout: cosid::Layout::seconds(),
+        layout: crate::Layout::seconds(),
         ..CONFIG
     };
     // By an acquisition.
@@ -979,12 +983,12 @@ pub async fn a_namespace_recorded_without_a_layout_is_upgraded_by_the_first_writ
     let ns = fresh("old-raise");
     t.put_old_namespace(&ns, &old).await;
     let raised = store.raise_not_before(&ns, &seconds, 9).await.unwrap();
-    assert_eq!(raised.layout, Some(cosid::Layout::seconds()));
+    assert_eq!(raised.layout, Some(crate::Layout::seconds()));
     assert_eq!(
         inspect(t, &ns).await.namespace,
         Some(NamespaceRecord {
             not_before: 9,
-            layout: Some(cosid::Layout::seconds()),
+            layout: Some(crate::Layout::seconds()),
             ..old
         })
     );
@@ -1234,6 +1238,7 @@ pub async fn injection_attempts_are_plain_names_and_keys(t: &impl Target) {
 /// - `unreachable`: a URL of this store's scheme where nothing listens, and `shown`, the part of it the error must
 ///   show.
 #[allow(unused_macros)] // The memory and SQLite stores have no server for a runtime to open.
+#[macro_export]
 macro_rules! runtime_tests {
     (
         kind: $kind:literal,
@@ -1269,8 +1274,7 @@ macro_rules! runtime_tests {
         )+
     };
 }
-#[allow(unused_imports)]
-pub(crate) use runtime_tests;
+pub use crate::runtime_tests;
 
 /// A tokio runtime for the checks a (synchronous) runtime case makes on the store.
 fn tokio() -> tokio::runtime::Runtime {
@@ -1281,21 +1285,21 @@ fn tokio() -> tokio::runtime::Runtime {
 }
 
 /// Events as a runtime reported them, in order.
-#[derive(Clone, Default)]
-pub struct Recorder(Arc<std::sync::Mutex<Vec<cosid::Event>>>);
+#[derive(Clone, Default, Debug)]
+pub struct Recorder(Arc<std::sync::Mutex<Vec<crate::Event>>>);
 
 impl Recorder {
-    pub fn listener(&self) -> impl Fn(&cosid::Event) + Send + Sync + 'static {
+    pub fn listener(&self) -> impl Fn(&crate::Event) + Send + Sync + 'static {
         let events = self.0.clone();
-        move |e: &cosid::Event| events.lock().unwrap().push(e.clone())
+        move |e: &crate::Event| events.lock().unwrap().push(e.clone())
     }
 
-    pub fn all(&self) -> Vec<cosid::Event> {
+    pub fn all(&self) -> Vec<crate::Event> {
         self.0.lock().unwrap().clone()
     }
 
     /// Waits (bounded) until an event matches.
-    pub fn wait_for(&self, what: &str, matches: impl Fn(&cosid::Event) -> bool) -> cosid::Event {
+    pub fn wait_for(&self, what: &str, matches: impl Fn(&crate::Event) -> bool) -> crate::Event {
         for _ in 0..400 {
             if let Some(e) = self.all().into_iter().find(&matches) {
                 return e;
@@ -1314,7 +1318,7 @@ pub fn a_runtime_issues_ids_and_hands_its_last_timestamp_over_at_shutdown<T: Tar
     F: Future<Output = T>,
 {
     let name = format!("runtime-{}", uuid::Uuid::new_v4());
-    let rt = cosid::Runtime::builder()
+    let rt = crate::Runtime::builder()
         .store(url)
         .namespace(&name)
         .bits(4)
@@ -1348,7 +1352,7 @@ pub fn runtimes_share_a_namespace_and_hand_over_at_release<T: Target, F>(
 {
     let name = format!("runtime-{}", uuid::Uuid::new_v4());
     let build = || {
-        cosid::Runtime::builder()
+        crate::Runtime::builder()
             .store(url)
             .namespace(&name)
             .ttl(Duration::from_secs(5))
@@ -1390,7 +1394,7 @@ pub fn a_record_taken_over_behind_the_runtimes_back_is_lost_and_replaced<T: Targ
     let name = format!("takeover-{}", uuid::Uuid::new_v4());
     let events = Recorder::default();
     let rt = Arc::new(
-        cosid::Runtime::builder()
+        crate::Runtime::builder()
             .store(url)
             .namespace(&name)
             .ttl(ttl)
@@ -1406,7 +1410,7 @@ pub fn a_record_taken_over_behind_the_runtimes_back_is_lost_and_replaced<T: Targ
         let weak = Arc::downgrade(&rt);
         let during_loss = during_loss.clone();
         rt.subscribe(move |e| {
-            if let (cosid::Event::SlotLost { .. }, Some(rt)) = (e, weak.upgrade()) {
+            if let (crate::Event::SlotLost { .. }, Some(rt)) = (e, weak.upgrade()) {
                 *during_loss.lock().unwrap() = Some(rt.next_id().map_err(|e| e.code()));
             }
         });
@@ -1444,9 +1448,9 @@ pub fn a_record_taken_over_behind_the_runtimes_back_is_lost_and_replaced<T: Targ
     });
 
     // Bounded waits: the keeper renews every ttl/3 and then finds the lease gone.
-    let lost = events.wait_for("SlotLost", |e| matches!(e, cosid::Event::SlotLost { .. }));
+    let lost = events.wait_for("SlotLost", |e| matches!(e, crate::Event::SlotLost { .. }));
     assert!(
-        matches!(lost, cosid::Event::SlotLost { slot, .. } if slot == old.slot),
+        matches!(lost, crate::Event::SlotLost { slot, .. } if slot == old.slot),
         "{lost:?}"
     );
     assert_eq!(
@@ -1456,16 +1460,16 @@ pub fn a_record_taken_over_behind_the_runtimes_back_is_lost_and_replaced<T: Targ
     );
     events.wait_for(
         "a new Acquired",
-        |e| matches!(e, cosid::Event::Acquired { slot, .. } if *slot != old.slot),
+        |e| matches!(e, crate::Event::Acquired { slot, .. } if *slot != old.slot),
     );
     let now = rt.status();
     assert_ne!(now.slot, old.slot, "the intruder keeps the old slot");
-    assert_eq!(now.state, cosid::State::Active);
+    assert_eq!(now.state, crate::State::Active);
     let losses: Vec<u32> = events
         .all()
         .iter()
         .filter_map(|e| match e {
-            cosid::Event::SlotLost { slot, .. } => Some(*slot),
+            crate::Event::SlotLost { slot, .. } => Some(*slot),
             _ => None,
         })
         .collect();
@@ -1502,7 +1506,7 @@ pub fn a_store_down_at_start_up_fails_with_a_clear_error_after_the_acquire_timeo
     let ttl = Duration::from_millis(600);
     let timeout = Duration::from_millis(700);
     let started = std::time::Instant::now();
-    let err = cosid::Runtime::builder()
+    let err = crate::Runtime::builder()
         .store(unreachable)
         .namespace("down-at-start")
         .ttl(ttl)
