@@ -1523,3 +1523,190 @@ pub fn a_store_down_at_start_up_fails_with_a_clear_error_after_the_acquire_timeo
         "gave up after {waited:?}, before {timeout:?}"
     );
 }
+
+// ---------------------------------------------------------------------------------------------------------------
+// A server of the test's own, killed and started again under a live runtime.
+
+/// A store server the test started and can kill and start again on the same data.
+pub trait Restartable {
+    /// Its store URL.
+    fn url(&self) -> String;
+    /// Kills it at once, as a crash would.
+    fn kill(&mut self);
+    /// Starts it again on the same port and data, and waits until it serves.
+    fn restart(&mut self);
+}
+
+/// A lease window as the events show it: `(floor, ceiling]`, granted at store time `granted_at`.
+#[derive(Debug, Clone, Copy)]
+pub struct Seen {
+    pub slot: u32,
+    pub floor: u64,
+    pub ceiling: u64,
+    pub granted_at: u64,
+}
+
+/// Every window the events show: each `Acquired`, and each `Renewed` on the floor of the lease it extends.
+pub fn windows(events: &[crate::Event], ttl_ms: u64) -> Vec<Seen> {
+    use crate::Event;
+    let mut out = Vec::new();
+    let mut floor = 0;
+    for e in events {
+        match *e {
+            Event::Acquired {
+                slot,
+                floor_ms,
+                ceiling_ms,
+                expires_at_ms,
+                ..
+            } => {
+                floor = floor_ms;
+                out.push(Seen {
+                    slot,
+                    floor,
+                    ceiling: ceiling_ms,
+                    granted_at: expires_at_ms.saturating_sub(ttl_ms),
+                });
+            }
+            Event::Renewed {
+                slot,
+                ceiling_ms,
+                expires_at_ms,
+            } => out.push(Seen {
+                slot,
+                floor,
+                ceiling: ceiling_ms,
+                granted_at: expires_at_ms.saturating_sub(ttl_ms),
+            }),
+            _ => {}
+        }
+    }
+    out
+}
+
+/// Checks that every id lies in a window the events show, and was issued no earlier than that window was granted
+/// (give or take 50 ms of clock difference between this host and the server, which share a machine in the tests):
+/// an id issued past a ceiling while the store was down cannot be covered by a renewal granted after it.
+pub fn assert_inside_windows(
+    layout: &crate::Layout,
+    ids: &[crate::Id],
+    events: &[crate::Event],
+    ttl_ms: u64,
+) {
+    let seen = windows(events, ttl_ms);
+    let slack_ms = 50;
+    for &id in ids {
+        let parts = layout.decompose(id).unwrap();
+        let (t, slot) = (parts.timestamp_ms, parts.slot as u32);
+        assert!(
+            seen.iter().any(|w| w.slot == slot
+                && w.floor < t
+                && t <= w.ceiling
+                && w.granted_at <= t + slack_ms),
+            "id {id} (slot {slot}, timestamp {t}) lies in no window the events show: {seen:#?}"
+        );
+    }
+}
+
+/// A runtime on `server` (ttl `ttl`, 200 ms tolerance) issues ids; the server is killed: renewals fail, ids keep
+/// coming up to the ceiling and no further, then id calls fail with `WindowClosed`; the server is started again:
+/// renewals resume on the same slot and fence (nobody took it), ids continue strictly increasing, each inside a
+/// window granted before it; shutdown releases. Returns the events, for the store's own checks (back-off, ...).
+pub fn a_server_restart_fails_renewals_then_resumes_and_no_id_passes_a_ceiling(
+    server: &mut impl Restartable,
+    ttl: Duration,
+) -> Vec<crate::Event> {
+    use crate::{Error, Event, State};
+    use std::time::Instant;
+    let ttl_ms = ttl.as_millis() as u64;
+    let events = Recorder::default();
+    let rt = crate::Runtime::builder()
+        .store(server.url())
+        .namespace(format!("restart-{}", uuid::Uuid::new_v4()))
+        .ttl(ttl)
+        .tolerance(Duration::from_millis(200))
+        .bits(4)
+        // Id calls past the ceiling give up quickly instead of waiting for a renewal that cannot come.
+        .waits(crate::generator::Waits {
+            backwards: Duration::from_millis(500),
+            window: Duration::from_millis(20),
+        })
+        .subscribe(events.listener())
+        .build()
+        .unwrap();
+    let first = rt.status();
+    let mut ids = Vec::new();
+    let until = Instant::now() + Duration::from_millis(300);
+    while Instant::now() < until {
+        ids.push(rt.next_id().unwrap());
+    }
+
+    server.kill();
+    events.wait_for("RenewFailed", |e| matches!(e, Event::RenewFailed { .. }));
+    // No renewal can succeed now, so this ceiling is final until the server is back.
+    let down = rt.status();
+    assert_eq!(down.state, State::Renewing);
+    let ceiling = down.ceiling_ms;
+    let (mut closed, mut issued_while_down) = (0, 0);
+    loop {
+        let now = crate::clock::SystemClock.now_ms();
+        match rt.next_id() {
+            Ok(id) => {
+                let t = rt.layout().decompose(id).unwrap().timestamp_ms;
+                assert!(
+                    t <= ceiling,
+                    "id {id} at {t} passed the ceiling {ceiling} while the server was down"
+                );
+                ids.push(id);
+                issued_while_down += 1;
+            }
+            Err(Error::WindowClosed { ceiling_ms, .. }) => {
+                assert_eq!(ceiling_ms, ceiling);
+                closed += 1;
+            }
+            Err(e) => panic!("while the server is down: expected ids or WindowClosed, got {e}"),
+        }
+        if now > ceiling + 300 {
+            break;
+        }
+    }
+    assert!(closed > 0, "past the ceiling, id calls must fail");
+    assert!(issued_while_down > 0, "before the ceiling, ids keep coming");
+
+    server.restart();
+    let mut resumed = false;
+    for _ in 0..800 {
+        let s = rt.status();
+        if s.state == State::Active && s.ceiling_ms > ceiling {
+            resumed = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(25));
+    }
+    assert!(
+        resumed,
+        "renewals did not resume within 20 s: {:#?}",
+        events.all()
+    );
+    let back = rt.status();
+    assert_eq!(
+        (back.slot, back.fence),
+        (first.slot, first.fence),
+        "nobody took the slot: the late renewal kept the lease"
+    );
+    let until = Instant::now() + Duration::from_millis(200);
+    while Instant::now() < until {
+        ids.push(rt.next_id().unwrap());
+    }
+    let all = events.all();
+    assert!(
+        !all.iter().any(|e| matches!(e, Event::SlotLost { .. })),
+        "{all:#?}"
+    );
+    assert!(ids.windows(2).all(|w| w[0] < w[1]), "ids strictly increase");
+    assert_inside_windows(rt.layout(), &ids, &all, ttl_ms);
+    rt.shutdown();
+    let all = events.all();
+    assert!(all.iter().any(|e| matches!(e, Event::Released { .. })));
+    all
+}

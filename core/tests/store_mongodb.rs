@@ -10,15 +10,13 @@
 
 use cosid::conformance;
 
-use conformance::{Recorder, Target, CONFIG};
-use cosid::generator::Waits;
+use conformance::{Target, CONFIG};
 use cosid::lease::{AcquireRequest, Namespace, NamespaceRecord, Owner, SlotRecord};
 use cosid::store::{LeaseStore, MongoStore, StoreError, StoreUrl};
-use cosid::{Error, Event, Runtime, State};
 use mongodb::bson::{doc, Bson, Document};
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 const URL_VAR: &str = "COSID_TEST_MONGODB_URL";
 const SCRIPT: &str = ".ci/services/ferretdb.sh";
@@ -517,95 +515,29 @@ impl Drop for OwnServer {
     }
 }
 
+impl conformance::Restartable for OwnServer {
+    fn url(&self) -> String {
+        OwnServer::url(self)
+    }
+
+    fn kill(&mut self) {
+        OwnServer::kill(self)
+    }
+
+    fn restart(&mut self) {
+        OwnServer::kill(self);
+        self.launch();
+    }
+}
+
 #[test]
 fn a_server_restart_fails_renewals_then_resumes_and_no_id_passes_a_ceiling() {
     let test = "a_server_restart_fails_renewals_then_resumes_and_no_id_passes_a_ceiling";
     let Some(mut server) = OwnServer::start(test) else {
         return;
     };
-    let events = Recorder::default();
-    let rt = Runtime::builder()
-        .store(server.url())
-        .namespace(format!("restart-{}", uuid::Uuid::new_v4()))
-        .ttl(Duration::from_millis(1_500))
-        .tolerance(Duration::from_millis(200))
-        .bits(4)
-        // Id calls past the ceiling give up quickly instead of waiting for a renewal that cannot come.
-        .waits(Waits {
-            backwards: Duration::from_millis(500),
-            window: Duration::from_millis(20),
-        })
-        .subscribe(events.listener())
-        .build()
-        .unwrap();
-    let first = rt.status();
-    let mut ids = Vec::new();
-    let until = Instant::now() + Duration::from_millis(300);
-    while Instant::now() < until {
-        ids.push(rt.next_id().unwrap());
-    }
-
-    server.kill();
-    events.wait_for("RenewFailed", |e| matches!(e, Event::RenewFailed { .. }));
-    let ceiling = rt.status().ceiling_ms;
-    let mut closed = 0;
-    loop {
-        let now = cosid::clock::Clock::now_ms(&cosid::clock::SystemClock);
-        match rt.next_id() {
-            Ok(id) => {
-                let t = rt.layout().decompose(id).unwrap().timestamp_ms;
-                assert!(
-                    t <= ceiling,
-                    "id {id} at {t} passed the ceiling {ceiling} while the server was down"
-                );
-                ids.push(id);
-            }
-            Err(Error::WindowClosed { ceiling_ms, .. }) => {
-                assert_eq!(ceiling_ms, ceiling);
-                closed += 1;
-            }
-            Err(e) => panic!("while the server is down: expected ids or WindowClosed, got {e}"),
-        }
-        if now > ceiling + 300 {
-            break;
-        }
-    }
-    assert!(closed > 0, "past the ceiling, id calls must fail");
-
-    server.launch();
-    let mut resumed = false;
-    for _ in 0..800 {
-        let s = rt.status();
-        if s.state == State::Active && s.ceiling_ms > ceiling {
-            resumed = true;
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(25));
-    }
-    assert!(
-        resumed,
-        "renewals did not resume within 20 s: {:#?}",
-        events.all()
+    conformance::a_server_restart_fails_renewals_then_resumes_and_no_id_passes_a_ceiling(
+        &mut server,
+        Duration::from_millis(1_500),
     );
-    let back = rt.status();
-    assert_eq!(
-        (back.slot, back.fence),
-        (first.slot, first.fence),
-        "nobody took the slot: the late renewal kept the lease"
-    );
-    let until = Instant::now() + Duration::from_millis(200);
-    while Instant::now() < until {
-        ids.push(rt.next_id().unwrap());
-    }
-    let all = events.all();
-    assert!(
-        !all.iter().any(|e| matches!(e, Event::SlotLost { .. })),
-        "{all:#?}"
-    );
-    assert!(ids.windows(2).all(|w| w[0] < w[1]), "ids strictly increase");
-    rt.shutdown();
-    assert!(events
-        .all()
-        .iter()
-        .any(|e| matches!(e, Event::Released { .. })));
 }

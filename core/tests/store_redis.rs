@@ -12,7 +12,7 @@ use conformance::{fresh, Recorder, Target, CONFIG, LONG_TTL_MS};
 use cosid::generator::Waits;
 use cosid::lease::{AcquireRequest, Namespace, NamespaceRecord, Owner, SlotRecord};
 use cosid::store::{LeaseStore, RedisStore, StoreError, StoreUrl};
-use cosid::{Error, Event, Runtime, State};
+use cosid::{Event, Runtime};
 use redis::AsyncCommands;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -601,68 +601,17 @@ async fn user_and_password_come_from_the_url() {
     }
 }
 
-/// A lease window as the events show it: `(floor, ceiling]`, granted at store time `granted_at`.
-#[derive(Debug, Clone, Copy)]
-struct Seen {
-    slot: u32,
-    floor: u64,
-    ceiling: u64,
-    granted_at: u64,
-}
-
-/// Every window the events show: each `Acquired`, and each `Renewed` on the floor of the lease it extends.
-fn windows(events: &[Event], ttl_ms: u64) -> Vec<Seen> {
-    let mut out = Vec::new();
-    let mut floor = 0;
-    for e in events {
-        match *e {
-            Event::Acquired {
-                slot,
-                floor_ms,
-                ceiling_ms,
-                expires_at_ms,
-                ..
-            } => {
-                floor = floor_ms;
-                out.push(Seen {
-                    slot,
-                    floor,
-                    ceiling: ceiling_ms,
-                    granted_at: expires_at_ms - ttl_ms,
-                });
-            }
-            Event::Renewed {
-                slot,
-                ceiling_ms,
-                expires_at_ms,
-            } => out.push(Seen {
-                slot,
-                floor,
-                ceiling: ceiling_ms,
-                granted_at: expires_at_ms.saturating_sub(ttl_ms),
-            }),
-            _ => {}
-        }
+impl conformance::Restartable for OwnRedis {
+    fn url(&self) -> String {
+        OwnRedis::url(self)
     }
-    out
-}
 
-/// Checks that every id lies in a window the events show, and was issued no earlier than that window was granted
-/// (give or take `slack_ms` of clock difference between this host and Redis, which share a machine here): an id
-/// issued past a ceiling while the store was down cannot be covered by a renewal granted after it.
-fn assert_inside_windows(rt: &Runtime, ids: &[cosid::Id], events: &[Event], ttl_ms: u64) {
-    let seen = windows(events, ttl_ms);
-    let slack_ms = 50;
-    for &id in ids {
-        let parts = rt.layout().decompose(id).unwrap();
-        let (t, slot) = (parts.timestamp_ms, parts.slot as u32);
-        assert!(
-            seen.iter().any(|w| w.slot == slot
-                && w.floor < t
-                && t <= w.ceiling
-                && w.granted_at <= t + slack_ms),
-            "id {id} (slot {slot}, timestamp {t}) lies in no window the events show: {seen:#?}"
-        );
+    fn kill(&mut self) {
+        OwnRedis::kill(self)
+    }
+
+    fn restart(&mut self) {
+        OwnRedis::restart(self)
     }
 }
 
@@ -676,62 +625,13 @@ fn a_redis_restart_fails_renewals_then_resumes_and_no_id_passes_a_ceiling() {
     };
     let ttl = Duration::from_millis(1_200);
     let ttl_ms = ttl.as_millis() as u64;
-    let events = Recorder::default();
-    let rt = Runtime::builder()
-        .store(server.url())
-        .namespace(format!("restart-{}", uuid::Uuid::new_v4()))
-        .ttl(ttl)
-        .tolerance(Duration::from_millis(200))
-        .bits(4)
-        // Id calls past the ceiling give up quickly instead of waiting for a renewal that cannot come.
-        .waits(Waits {
-            backwards: Duration::from_millis(500),
-            window: Duration::from_millis(20),
-        })
-        .subscribe(events.listener())
-        .build()
-        .unwrap();
-    let first = rt.status();
-    let mut ids = Vec::new();
-    let until = Instant::now() + Duration::from_millis(300);
-    while Instant::now() < until {
-        ids.push(rt.next_id().unwrap());
-    }
-
-    server.kill();
-    events.wait_for("RenewFailed", |e| matches!(e, Event::RenewFailed { .. }));
-    // No renewal can succeed now, so this ceiling is final until the server is back.
-    let down = rt.status();
-    assert_eq!(down.state, State::Renewing);
-    let ceiling = down.ceiling_ms;
-    let mut closed = 0;
-    let mut issued_while_down = 0;
-    loop {
-        let now = cosid::clock::Clock::now_ms(&cosid::clock::SystemClock);
-        match rt.next_id() {
-            Ok(id) => {
-                let t = rt.layout().decompose(id).unwrap().timestamp_ms;
-                assert!(
-                    t <= ceiling,
-                    "id {id} at {t} passed the ceiling {ceiling} while Redis was down"
-                );
-                ids.push(id);
-                issued_while_down += 1;
-            }
-            Err(Error::WindowClosed { ceiling_ms, .. }) => {
-                assert_eq!(ceiling_ms, ceiling);
-                closed += 1;
-            }
-            Err(e) => panic!("while Redis is down: expected ids or WindowClosed, got {e}"),
-        }
-        if now > ceiling + 300 {
-            break;
-        }
-    }
-    assert!(closed > 0, "past the ceiling, id calls must fail");
-    assert!(issued_while_down > 0, "before the ceiling, ids keep coming");
+    let events =
+        conformance::a_server_restart_fails_renewals_then_resumes_and_no_id_passes_a_ceiling(
+            &mut server,
+            ttl,
+        );
+    // The keeper's back-off while Redis was down.
     let retries: Vec<u64> = events
-        .all()
         .iter()
         .filter_map(|e| match e {
             Event::RenewFailed { retry_in_ms, .. } => Some(*retry_in_ms),
@@ -755,47 +655,6 @@ fn a_redis_restart_fails_renewals_then_resumes_and_no_id_passes_a_ceiling() {
         retries.contains(&(ttl_ms / 6)),
         "back-off grew to ttl/6: {retries:?}"
     );
-
-    server.restart();
-    let mut resumed = false;
-    for _ in 0..400 {
-        let s = rt.status();
-        if s.state == State::Active && s.ceiling_ms > ceiling {
-            resumed = true;
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(25));
-    }
-    assert!(
-        resumed,
-        "renewals did not resume within 10 s: {:#?}",
-        events.all()
-    );
-    let back = rt.status();
-    assert_eq!(
-        (back.slot, back.fence),
-        (first.slot, first.fence),
-        "nobody took the slot: the late renewal kept the lease"
-    );
-    let until = Instant::now() + Duration::from_millis(200);
-    while Instant::now() < until {
-        ids.push(rt.next_id().unwrap());
-    }
-    assert!(
-        !events
-            .all()
-            .iter()
-            .any(|e| matches!(e, Event::SlotLost { .. })),
-        "{:#?}",
-        events.all()
-    );
-    assert!(ids.windows(2).all(|w| w[0] < w[1]), "ids strictly increase");
-    assert_inside_windows(&rt, &ids, &events.all(), ttl_ms);
-    rt.shutdown();
-    assert!(events
-        .all()
-        .iter()
-        .any(|e| matches!(e, Event::Released { .. })));
 }
 
 #[test]

@@ -10,17 +10,14 @@
 
 use cosid::conformance;
 
-use conformance::Recorder;
 use cosid::clock::{Clock, ManualClock};
-use cosid::generator::Waits;
 use cosid::lease::{
     AcquireRequest, Namespace, NamespaceConfig, NamespaceRecord, Owner, SlotRecord,
 };
 use cosid::store::{LeaseStore, StoreError, StoreUrl, ZookeeperStore};
-use cosid::{Error, Event, Runtime, State};
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use zookeeper_client::{Acls, Client, CreateMode};
 
 const URL_VAR: &str = "COSID_TEST_ZOOKEEPER_URL";
@@ -599,44 +596,19 @@ async fn a_namespace_made_by_raise_not_before_is_usable_by_the_first_acquirer() 
 // ---------------------------------------------------------------------------------------------------------------
 // The keeper against a ZooKeeper that is killed and started again.
 
-/// A lease window as the events show it: `(floor, ceiling]`.
-#[derive(Debug, Clone, Copy)]
-struct Seen {
-    slot: u32,
-    floor: u64,
-    ceiling: u64,
-}
-
-/// Every window the events show: each `Acquired`, and each `Renewed` on the floor of the lease it extends.
-fn windows(events: &[Event]) -> Vec<Seen> {
-    let mut out = Vec::new();
-    let mut floor = 0;
-    for e in events {
-        match *e {
-            Event::Acquired {
-                slot,
-                floor_ms,
-                ceiling_ms,
-                ..
-            } => {
-                floor = floor_ms;
-                out.push(Seen {
-                    slot,
-                    floor,
-                    ceiling: ceiling_ms,
-                });
-            }
-            Event::Renewed {
-                slot, ceiling_ms, ..
-            } => out.push(Seen {
-                slot,
-                floor,
-                ceiling: ceiling_ms,
-            }),
-            _ => {}
-        }
+impl conformance::Restartable for OwnZookeeper {
+    fn url(&self) -> String {
+        OwnZookeeper::url(self)
     }
-    out
+
+    fn kill(&mut self) {
+        OwnZookeeper::kill(self)
+    }
+
+    fn restart(&mut self) {
+        OwnZookeeper::kill(self);
+        self.launch();
+    }
 }
 
 #[test]
@@ -645,104 +617,10 @@ fn a_zookeeper_restart_fails_renewals_then_resumes_and_no_id_passes_a_ceiling() 
     let Some(mut server) = OwnZookeeper::start(test) else {
         return;
     };
-    let ttl = Duration::from_millis(1_500);
-    let events = Recorder::default();
-    let rt = Runtime::builder()
-        .store(server.url())
-        .namespace(format!("restart-{}", uuid::Uuid::new_v4()))
-        .ttl(ttl)
-        .tolerance(Duration::from_millis(200))
-        .bits(4)
-        // Id calls past the ceiling give up quickly instead of waiting for a renewal that cannot come.
-        .waits(Waits {
-            backwards: Duration::from_millis(500),
-            window: Duration::from_millis(20),
-        })
-        .subscribe(events.listener())
-        .build()
-        .unwrap();
-    let first = rt.status();
-    let mut ids = Vec::new();
-    let until = Instant::now() + Duration::from_millis(300);
-    while Instant::now() < until {
-        ids.push(rt.next_id().unwrap());
-    }
-
-    server.kill();
-    events.wait_for("RenewFailed", |e| matches!(e, Event::RenewFailed { .. }));
-    let down = rt.status();
-    assert_eq!(down.state, State::Renewing);
-    let ceiling = down.ceiling_ms;
-    let mut closed = 0;
-    loop {
-        let now = cosid::clock::Clock::now_ms(&cosid::clock::SystemClock);
-        match rt.next_id() {
-            Ok(id) => {
-                let t = rt.layout().decompose(id).unwrap().timestamp_ms;
-                assert!(
-                    t <= ceiling,
-                    "id {id} at {t} passed the ceiling {ceiling} while ZooKeeper was down"
-                );
-                ids.push(id);
-            }
-            Err(Error::WindowClosed { ceiling_ms, .. }) => {
-                assert_eq!(ceiling_ms, ceiling);
-                closed += 1;
-            }
-            Err(e) => panic!("while ZooKeeper is down: expected ids or WindowClosed, got {e}"),
-        }
-        if now > ceiling + 300 {
-            break;
-        }
-    }
-    assert!(closed > 0, "past the ceiling, id calls must fail");
-
-    server.launch();
-    let mut resumed = false;
-    for _ in 0..800 {
-        let s = rt.status();
-        if s.state == State::Active && s.ceiling_ms > ceiling {
-            resumed = true;
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(25));
-    }
-    assert!(
-        resumed,
-        "renewals did not resume within 20 s: {:#?}",
-        events.all()
+    conformance::a_server_restart_fails_renewals_then_resumes_and_no_id_passes_a_ceiling(
+        &mut server,
+        Duration::from_millis(1_500),
     );
-    let back = rt.status();
-    assert_eq!(
-        (back.slot, back.fence),
-        (first.slot, first.fence),
-        "nobody took the slot: the late renewal kept the lease"
-    );
-    let until = Instant::now() + Duration::from_millis(200);
-    while Instant::now() < until {
-        ids.push(rt.next_id().unwrap());
-    }
-    let all = events.all();
-    assert!(
-        !all.iter().any(|e| matches!(e, Event::SlotLost { .. })),
-        "{all:#?}"
-    );
-    assert!(ids.windows(2).all(|w| w[0] < w[1]), "ids strictly increase");
-    let seen = windows(&all);
-    for &id in &ids {
-        let parts = rt.layout().decompose(id).unwrap();
-        let (t, slot) = (parts.timestamp_ms, parts.slot as u32);
-        assert!(
-            seen.iter()
-                .any(|w| w.slot == slot && w.floor < t && t <= w.ceiling),
-            "id {id} (slot {slot}, timestamp {t}) lies in no window the events show: {seen:#?}"
-        );
-    }
-    rt.shutdown();
-    assert!(events
-        .all()
-        .iter()
-        .any(|e| matches!(e, Event::Released { .. })));
 }
 
 /// One owner acquiring through two sessions at once, each preferring another slot, ends with one slot: the second
