@@ -37,13 +37,45 @@ enum Failure {
     Contended(u32, String),
 }
 
-fn unavailable(
+/// `e` as `Unavailable`: worth retrying.
+pub(super) fn unavailable(
     store: &'static str,
     e: impl std::error::Error + Send + Sync + 'static,
 ) -> StoreError {
     StoreError::Unavailable {
         store,
         source: Box::new(e),
+    }
+}
+
+/// A client's error as the store reports it: `Unavailable` when `retryable` (no server, a lost connection, ...),
+/// else `Generic` (an answer: authorization, bad arguments).
+pub(super) fn client_error(
+    store: &'static str,
+    e: impl std::error::Error + Send + Sync + 'static,
+    retryable: bool,
+) -> StoreError {
+    if retryable {
+        unavailable(store, e)
+    } else {
+        StoreError::Generic {
+            store,
+            source: Box::new(e),
+        }
+    }
+}
+
+/// A record of `namespace` that breaks the protocol's invariants or does not decode.
+pub(super) fn corrupt(
+    store: &'static str,
+    namespace: &Namespace,
+    what: &str,
+    detail: impl Into<String>,
+) -> StoreError {
+    StoreError::Corrupt {
+        store,
+        what: format!("{what} of namespace {namespace}"),
+        detail: detail.into(),
     }
 }
 

@@ -53,13 +53,6 @@ pub struct EtcdStore {
     clock: Arc<dyn Clock>,
 }
 
-fn unavailable(e: impl std::error::Error + Send + Sync + 'static) -> StoreError {
-    StoreError::Unavailable {
-        store: KIND,
-        source: Box::new(e),
-    }
-}
-
 /// gRPC status codes that mean "try again" (numbers from the gRPC spec).
 const RETRYABLE_GRPC_CODES: &[i32] = &[
     1,  // CANCELLED
@@ -79,22 +72,11 @@ fn etcd_err(e: etcd_client::Error) -> StoreError {
         E::GRpcStatus(s) => RETRYABLE_GRPC_CODES.contains(&(s.code() as i32)),
         _ => false,
     };
-    if retryable {
-        unavailable(e)
-    } else {
-        StoreError::Generic {
-            store: KIND,
-            source: Box::new(e),
-        }
-    }
+    common::client_error(KIND, e, retryable)
 }
 
 fn corrupt(namespace: &Namespace, what: &str, detail: impl Into<String>) -> StoreError {
-    StoreError::Corrupt {
-        store: KIND,
-        what: format!("{what} of namespace {namespace}"),
-        detail: detail.into(),
-    }
+    common::corrupt(KIND, namespace, what, detail)
 }
 
 /// `cosid/<encoded>/`: every key of the namespace, and no key of any other.

@@ -109,10 +109,7 @@ impl std::fmt::Debug for MongoStore {
 struct NoTime(String);
 
 fn unavailable(e: impl std::error::Error + Send + Sync + 'static) -> StoreError {
-    StoreError::Unavailable {
-        store: KIND,
-        source: Box::new(e),
-    }
+    common::unavailable(KIND, e)
 }
 
 /// Whether a client error means "another writer got there first" (a duplicate `_id`).
@@ -140,22 +137,11 @@ fn mongo_err(e: mongodb::error::Error) -> StoreError {
             ErrorKind::Write(WriteFailure::WriteError(w)) => RETRYABLE_CODES.contains(&w.code),
             _ => false,
         };
-    if retryable {
-        unavailable(e)
-    } else {
-        StoreError::Generic {
-            store: KIND,
-            source: Box::new(e),
-        }
-    }
+    common::client_error(KIND, e, retryable)
 }
 
 fn corrupt(namespace: &Namespace, what: &str, detail: impl Into<String>) -> StoreError {
-    StoreError::Corrupt {
-        store: KIND,
-        what: format!("{what} of namespace {namespace}"),
-        detail: detail.into(),
-    }
+    common::corrupt(KIND, namespace, what, detail)
 }
 
 fn namespace_id(ns: &Namespace) -> String {

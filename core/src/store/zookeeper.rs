@@ -70,13 +70,6 @@ pub struct ZookeeperStore {
     clock: Arc<dyn Clock>,
 }
 
-fn unavailable(e: impl std::error::Error + Send + Sync + 'static) -> StoreError {
-    StoreError::Unavailable {
-        store: KIND,
-        source: Box::new(e),
-    }
-}
-
 /// Maps a client error: a lost connection or session, a server that is not serving or throttles, is
 /// `Unavailable`; the rest (authorization, bad arguments) is `Generic`.
 fn zk_err(e: ZkError) -> StoreError {
@@ -92,22 +85,11 @@ fn zk_err(e: ZkError) -> StoreError {
             | E::Throttled
             | E::NotReadOnly
     );
-    if retryable {
-        unavailable(e)
-    } else {
-        StoreError::Generic {
-            store: KIND,
-            source: Box::new(e),
-        }
-    }
+    common::client_error(KIND, e, retryable)
 }
 
 fn corrupt(namespace: &Namespace, what: &str, detail: impl Into<String>) -> StoreError {
-    StoreError::Corrupt {
-        store: KIND,
-        what: format!("{what} of namespace {namespace}"),
-        detail: detail.into(),
-    }
+    common::corrupt(KIND, namespace, what, detail)
 }
 
 use super::json_record::{encode_namespace, encode_slot, parse_slot};
