@@ -1,8 +1,8 @@
 #!/usr/bin/env node
 'use strict'
 // Builds the native addon with cargo and copies it to where index.js looks for it (cosid.<platform>.node).
-// Every store is in by default (SQLite, memory, Redis, PostgreSQL, MySQL, etcd, ZooKeeper); etcd's client needs
-// `protoc` to build. COSID_NODE_FEATURES=redis,postgres (any of redis, postgres, mysql, etcd, zookeeper; empty for
+// Every store is in by default (SQLite, memory, Redis, PostgreSQL, MySQL, etcd, ZooKeeper, MongoDB); etcd's client needs
+// `protoc` to build. COSID_NODE_FEATURES=redis,postgres (any of redis, postgres, mysql, etcd, zookeeper, mongodb; empty for
 // none) builds exactly those instead, SQLite and memory always included.
 //
 // A developer's build from a checkout (the crate is a member of the repository's Cargo workspace, so it needs the
@@ -56,7 +56,7 @@ const args = [
   '--message-format=json-render-diagnostics',
 ]
 if (release) args.push('--release')
-const STORES = ['redis', 'postgres', 'mysql', 'etcd', 'zookeeper']
+const STORES = ['redis', 'postgres', 'mysql', 'etcd', 'zookeeper', 'mongodb']
 let features = STORES
 if (process.env.COSID_NODE_FEATURES !== undefined) {
   features = process.env.COSID_NODE_FEATURES.split(/[\s,]+/).filter(Boolean)
