@@ -649,7 +649,9 @@ cosid_result cosid_config_from_env(struct cosid_config **out);
  * `config` is a live config from `cosid_config_new` or `cosid_config_from_env`; `key` and `value` are
  * NUL-terminated strings.
  */
-cosid_result cosid_config_set(struct cosid_config *config, const char *key, const char *value);
+cosid_result cosid_config_set(struct cosid_config *config,
+                              const char *key,
+                              const char *value);
 
 /**
  * Sets a custom layout (see `cosid_layout`), checked now.
