@@ -163,18 +163,29 @@ impl Generator {
     pub fn fill(&self, out: &mut [Id]) -> Result<(), Error> {
         let mut i = 0;
         while i < out.len() {
-            let want = (out.len() - i) as u64;
-            if let Some((first, n)) = self.reserve(want) {
-                for (j, slot) in out[i..i + n as usize].iter_mut().enumerate() {
-                    *slot = Id::from_u64(first + j as u64);
-                }
-                i += n as usize;
-            } else {
+            i += self.try_fill(&mut out[i..]);
+            if i < out.len() {
                 out[i] = self.next_id_slow()?;
                 i += 1;
             }
         }
         Ok(())
+    }
+
+    /// Fills the start of `out` with as many ids as can be had without a wait or an error, and returns how many:
+    /// the fast path of [`fill`](Self::fill) alone. A runtime with several slots fills from each in turn.
+    pub fn try_fill(&self, out: &mut [Id]) -> usize {
+        let mut i = 0;
+        while i < out.len() {
+            let Some((first, n)) = self.reserve((out.len() - i) as u64) else {
+                break;
+            };
+            for (j, slot) in out[i..i + n as usize].iter_mut().enumerate() {
+                *slot = Id::from_u64(first + j as u64);
+            }
+            i += n as usize;
+        }
+        i
     }
 
     /// Reserves up to `want` consecutive ids of one tick; returns the first and how many.

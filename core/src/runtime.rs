@@ -36,9 +36,14 @@ use tokio::sync::watch;
 /// assert_eq!(parts.slot, u64::from(rt.status().slot));
 /// # Ok::<(), cosid::Error>(())
 /// ```
+///
+/// With [`slots`](Builder::slots) above 1 it leases that many slots, each with its own window and generator (a
+/// *lane*), all renewed by the one keeper thread: an id comes from the first lane whose current tick still has a
+/// sequence number, so one thread's ids stay increasing while the slots' capacity adds up.
 #[derive(Debug)]
 pub struct Runtime {
-    shared: Arc<Shared>,
+    /// One per leased slot; never empty. The first lane is the one `status` reports.
+    lanes: Box<[Arc<Shared>]>,
     keeper: Mutex<Option<KeeperThread>>,
 }
 
@@ -71,7 +76,28 @@ impl Runtime {
     /// behind the window's floor or past its ceiling, or when the clock stepped back a little.
     #[inline]
     pub fn next_id(&self) -> Result<Id, Error> {
-        self.shared.generator.next_id()
+        match self.lanes[0].generator.try_next_id() {
+            Some(id) => Ok(id),
+            None => self.next_id_slow(),
+        }
+    }
+
+    /// The other lanes' fast paths, then a wait on the first lane that still holds its lease (a lane that lost
+    /// its lease is reacquiring: its error is returned only when every lane has one).
+    #[cold]
+    fn next_id_slow(&self) -> Result<Id, Error> {
+        if let Some(id) = self.lanes[1..]
+            .iter()
+            .find_map(|lane| lane.generator.try_next_id())
+        {
+            return Ok(id);
+        }
+        let lane = self
+            .lanes
+            .iter()
+            .find(|lane| !lane.generator.is_closed())
+            .unwrap_or(&self.lanes[0]);
+        lane.generator.next_id()
     }
 
     /// Issues one id if that needs neither a wait nor an error; `None` means "call
@@ -89,12 +115,30 @@ impl Runtime {
     /// ```
     #[inline]
     pub fn try_next_id(&self) -> Option<Id> {
-        self.shared.generator.try_next_id()
+        match self.lanes[0].generator.try_next_id() {
+            Some(id) => Some(id),
+            None => self.lanes[1..]
+                .iter()
+                .find_map(|lane| lane.generator.try_next_id()),
+        }
     }
 
     /// Fills `out` with ids. On error, discard `out`.
     pub fn fill(&self, out: &mut [Id]) -> Result<(), Error> {
-        self.shared.generator.fill(out)
+        if let [lane] = &*self.lanes {
+            return lane.generator.fill(out);
+        }
+        let mut i = 0;
+        while i < out.len() {
+            for lane in self.lanes.iter() {
+                i += lane.generator.try_fill(&mut out[i..]);
+            }
+            if i < out.len() {
+                out[i] = self.next_id_slow()?;
+                i += 1;
+            }
+        }
+        Ok(())
     }
 
     /// `n` ids in a new vector.
@@ -106,17 +150,26 @@ impl Runtime {
 
     /// The layout of this runtime's ids.
     pub fn layout(&self) -> &Layout {
-        self.shared.generator.layout()
+        self.lanes[0].generator.layout()
     }
 
-    /// The slot, fence, window, expiry and state now.
+    /// The slot, fence, window, expiry and state now (of the first slot, with [`slots`](Builder::slots) above 1:
+    /// see [`statuses`](Self::statuses)).
     pub fn status(&self) -> Status {
-        self.shared.status()
+        self.lanes[0].status()
+    }
+
+    /// The status of every slot this runtime leases, the first one first.
+    pub fn statuses(&self) -> Vec<Status> {
+        self.lanes.iter().map(|lane| lane.status()).collect()
     }
 
     /// Calls `listener` with every later [`Event`], on the keeper's thread. A panicking listener is ignored.
     pub fn subscribe(&self, listener: impl Fn(&Event) + Send + Sync + 'static) {
-        self.shared.subscribe(Arc::new(listener));
+        let listener: Listener = Arc::new(listener);
+        for lane in self.lanes.iter() {
+            lane.subscribe(listener.clone());
+        }
     }
 
     /// Ordered shutdown: seals the generator (no id is returned after this starts), releases the slot with the
@@ -134,9 +187,17 @@ impl Runtime {
             Err(_) => {
                 tracing::error!("cosid: the keeper thread panicked");
                 // Nothing can be issued any more, whatever the keeper did: seal (again) for the exact last value.
-                self.shared.generator.seal()
+                self.seal_all()
             }
         }
+    }
+
+    /// Seals every lane; the latest last timestamp among them.
+    fn seal_all(&self) -> Option<u64> {
+        self.lanes
+            .iter()
+            .filter_map(|lane| lane.generator.seal())
+            .max()
     }
 
     /// [`shutdown`](Self::shutdown) for async code: the wait for the keeper's last release runs on tokio's blocking
@@ -153,7 +214,7 @@ impl Runtime {
             Ok(Ok(last)) => last,
             _ => {
                 tracing::error!("cosid: the keeper thread panicked");
-                self.shared.generator.seal()
+                self.seal_all()
             }
         }
     }
@@ -161,7 +222,9 @@ impl Runtime {
     /// For a child process after `fork()`: closes this runtime without touching the store or the keeper's thread
     /// (neither exists in the child), so no id is ever issued on the parent's lease. The parent keeps its lease.
     pub fn abandon_after_fork(self) {
-        self.shared.generator.seal_forked();
+        for lane in self.lanes.iter() {
+            lane.generator.seal_forked();
+        }
         crate::clock::after_fork_in_child();
         // The keeper thread is the parent's; joining it here would wait forever.
         if let Some(k) = self.keeper.lock().unwrap_or_else(|e| e.into_inner()).take() {
@@ -271,6 +334,21 @@ impl Builder {
         self
     }
 
+    /// How many slots to lease (default 1, at most [`MAX_SLOTS`](crate::config::MAX_SLOTS) and `2^bits`): past
+    /// one slot's cap (4,096,000 ids/s with the default layout), `next_id` and the batch calls take ids from the
+    /// next slot while the first one's tick is spent. Each slot is one lease more for the store to renew.
+    ///
+    /// ```
+    /// let rt = cosid::Runtime::builder().store("memory:").namespace("doc-slots").slots(2).build()?;
+    /// let slots: Vec<u32> = rt.statuses().iter().map(|s| s.slot).collect();
+    /// assert_eq!(slots, [0, 1]);
+    /// # Ok::<(), cosid::Error>(())
+    /// ```
+    pub fn slots(mut self, slots: u32) -> Self {
+        self.config.slots = slots;
+        self
+    }
+
     /// How long start-up retries (default: the ttl).
     pub fn acquire_timeout(mut self, timeout: Duration) -> Self {
         self.config.acquire_timeout = Some(timeout);
@@ -368,12 +446,20 @@ impl Builder {
             },
             (None, None) => (None, Some(StoreUrl::default_sqlite()?)),
         };
-        let (shared, task): (Arc<Shared>, KeeperTask) = if let Some(spec) = static_spec {
+        let (lanes, task): (Vec<Arc<Shared>>, KeeperTask) = if let Some(spec) = static_spec {
             if u64::from(spec.slot) >= 1u64 << config.bits {
                 return Err(ConfigError::new(
                     "slot",
                     spec.slot.to_string(),
                     format!("a slot below 2^bits = {}", 1u64 << config.bits),
+                )
+                .into());
+            }
+            if config.slots > 1 {
+                return Err(ConfigError::new(
+                    "slots",
+                    config.slots.to_string(),
+                    "1 with a static slot (static:, manual:): such a store names one slot",
                 )
                 .into());
             }
@@ -386,8 +472,8 @@ impl Builder {
                 config.acquire_timeout(),
             )?;
             let shared = Arc::new(Shared::new(generator, lease.clone(), kind));
-            for listener in self.listeners.0 {
-                shared.subscribe(listener);
+            for listener in &self.listeners.0 {
+                shared.subscribe(listener.clone());
             }
             shared.generator.bind(StaticKeeper::window(&lease));
             shared.emit(Event::Acquired {
@@ -398,7 +484,7 @@ impl Builder {
                 expires_at_ms: lease.expires_at,
             });
             let task = Box::pin(keeper.run(shared.clone(), stopped));
-            (shared, task)
+            (vec![shared], task)
         } else {
             let store = match self.store {
                 Some(s) => s,
@@ -431,14 +517,52 @@ impl Builder {
             let acquired = tokio.block_on(keeper.acquire(config.acquire_timeout()))?;
             let findings = tokio.block_on(durability(&*store, config.ttl));
             let shared = Arc::new(Shared::new(generator, acquired.lease.clone(), store.kind()));
-            for listener in self.listeners.0 {
-                shared.subscribe(listener);
+            for listener in &self.listeners.0 {
+                shared.subscribe(listener.clone());
             }
             for finding in findings {
                 shared.emit(finding.into());
             }
             keeper.install(&shared, &acquired);
-            let task = Box::pin(keeper.run(shared.clone(), stopped));
+            let mut lanes = vec![(keeper.clone(), shared)];
+            // More slots (`slots`): one lane each, under an owner key of its own (`KEY#1`, `KEY#2`, ...), so that
+            // the lanes are not duplicate owners of one key and each finds its own slot again after a restart.
+            for i in 1..config.slots {
+                let lane = Keeper {
+                    request: AcquireRequest {
+                        owner: Owner::new(format!("{}#{i}", keeper.request.owner.key)),
+                        preferred_slot: config.preferred_slot.map(|p| {
+                            ((u64::from(p) + u64::from(i)) % (1u64 << config.bits)) as u32
+                        }),
+                        ..keeper.request.clone()
+                    },
+                    ..keeper.clone()
+                };
+                match tokio.block_on(lane.acquire(config.acquire_timeout())) {
+                    Ok(acquired) => {
+                        let generator =
+                            Generator::new(config.layout, config.clock.clone(), config.waits);
+                        let shared =
+                            Arc::new(Shared::new(generator, acquired.lease.clone(), store.kind()));
+                        for listener in &self.listeners.0 {
+                            shared.subscribe(listener.clone());
+                        }
+                        lane.install(&shared, &acquired);
+                        lanes.push((lane, shared));
+                    }
+                    Err(e) => {
+                        // All or nothing: release the slots taken so far.
+                        let _ = stop.send(true);
+                        tokio.block_on(run_lanes(lanes, stopped));
+                        return Err(e.into());
+                    }
+                }
+            }
+            // In slot order: a thread that moves on to the next lane when a tick's sequence is spent then issues
+            // increasing ids (until a lane that lost its lease acquires another slot).
+            lanes.sort_by_key(|(_, shared)| shared.current_lease().slot);
+            let shared = lanes.iter().map(|(_, shared)| shared.clone()).collect();
+            let task = Box::pin(run_lanes(lanes, stopped));
             (shared, task)
         };
         let thread = std::thread::Builder::new()
@@ -446,10 +570,40 @@ impl Builder {
             .spawn(move || tokio.block_on(task))
             .map_err(runtime_error)?;
         Ok(Runtime {
-            shared,
+            lanes: lanes.into_boxed_slice(),
             keeper: Mutex::new(Some(KeeperThread { stop, thread })),
         })
     }
+}
+
+/// Runs every lane's keeper until `stop`; returns the latest last timestamp among them.
+async fn run_lanes(
+    mut lanes: Vec<(Keeper, Arc<Shared>)>,
+    stop: watch::Receiver<bool>,
+) -> Option<u64> {
+    if lanes.len() == 1 {
+        let (keeper, shared) = lanes.pop().expect("one lane");
+        return keeper.run(shared, stop).await;
+    }
+    let tasks: Vec<_> = lanes
+        .into_iter()
+        .map(|(keeper, shared)| {
+            let task = tokio::spawn(keeper.run(shared.clone(), stop.clone()));
+            (shared, task)
+        })
+        .collect();
+    let mut last = None;
+    for (shared, task) in tasks {
+        let lane_last = match task.await {
+            Ok(lane_last) => lane_last,
+            Err(_) => {
+                tracing::error!("cosid: a keeper task panicked");
+                shared.generator.seal()
+            }
+        };
+        last = last.max(lane_last);
+    }
+    last
 }
 
 /// The store's unsafe settings, asked once at start (after the first lease, so the store is known to answer).

@@ -8,6 +8,9 @@
 //! little-endian, to its own file, flushing every few milliseconds; an id counts once it is in the file. Killed
 //! children lose their unflushed tail, which is fine: an id that was never handed on cannot collide.
 //!
+//! The same run with `slots = 2` (each child leases two slots, on a namespace of sixteen): ids unique, and
+//! increasing per slot within each child (across its two slots, a child's ids are ordered by tick only).
+//!
 //! Which children are killed, and when, comes from a seed printed at the start; set `COSID_MP_SEED` to replay it.
 
 use cosid::lease::Namespace;
@@ -93,7 +96,14 @@ fn log_path(dir: &Path, index: usize) -> PathBuf {
     dir.join(format!("child-{index:02}.log"))
 }
 
-fn spawn(dir: &Path, db: &Path, p: &Plan) -> Child {
+/// The runtime's `slots` setting, and the namespace's slot bits that give each of the `LANES` children that many.
+#[derive(Debug, Clone, Copy)]
+struct Shape {
+    slots: u32,
+    bits: u8,
+}
+
+fn spawn(dir: &Path, db: &Path, p: &Plan, shape: Shape) -> Child {
     let log = File::create(log_path(dir, p.index)).unwrap();
     let mut cmd = Command::new(std::env::current_exe().unwrap());
     cmd.args(["child_main", "--exact", "--nocapture", "--test-threads=1"]);
@@ -110,7 +120,8 @@ fn spawn(dir: &Path, db: &Path, p: &Plan) -> Child {
         .env("COSID_MP_CHILD_SEED", p.seed.to_string())
         .env("COSID_STORE", format!("sqlite://{}", db.display()))
         .env("COSID_NAMESPACE", NAMESPACE)
-        .env("COSID_BITS", "3")
+        .env("COSID_BITS", shape.bits.to_string())
+        .env("COSID_SLOTS", shape.slots.to_string())
         .env("COSID_TTL", "2s")
         .env("COSID_TOLERANCE", "200ms")
         // A child after a killed one may wait a whole ttl for the killed lease to expire.
@@ -132,7 +143,7 @@ fn logs(dir: &Path, outcomes: &[Outcome]) -> String {
 }
 
 /// Runs the plan: each lane's children one after another, killing the ones planned to be killed.
-fn run(dir: &Path, db: &Path, plans: &[Plan]) -> Vec<Outcome> {
+fn run(dir: &Path, db: &Path, plans: &[Plan], shape: Shape) -> Vec<Outcome> {
     let t0 = Instant::now();
     let mut queues: Vec<Vec<Plan>> = (0..LANES)
         .map(|lane| {
@@ -193,7 +204,7 @@ fn run(dir: &Path, db: &Path, plans: &[Plan]) -> Vec<Outcome> {
                     if let Some(next) = queues[lane].last() {
                         if now >= lane_free_since[lane] + next.start_after {
                             let p = queues[lane].pop().unwrap();
-                            let child = spawn(dir, db, &p);
+                            let child = spawn(dir, db, &p, shape);
                             running[lane] = Some(Running {
                                 plan: p,
                                 child,
@@ -228,11 +239,36 @@ fn read_ids(path: &Path, killed: bool) -> Vec<u64> {
         .collect()
 }
 
+/// Whether `ids` (one child's, in the order it got them) increase on each slot.
+fn increasing_per_slot(ids: &[u64], layout: &Layout) -> Result<(), (u64, u64)> {
+    let mut last: BTreeMap<u64, u64> = BTreeMap::new();
+    for &id in ids {
+        let slot = layout.decompose(Id::from_u64(id)).unwrap().slot;
+        match last.insert(slot, id) {
+            Some(before) if before >= id => return Err((before, id)),
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
 #[test]
 fn multiprocess_sqlite_ids_are_unique() {
     if std::env::var_os(CHILD_ENV).is_some() {
         return;
     }
+    multiprocess(Shape { slots: 1, bits: 3 });
+}
+
+#[test]
+fn multiprocess_sqlite_ids_are_unique_with_two_slots_each() {
+    if std::env::var_os(CHILD_ENV).is_some() {
+        return;
+    }
+    multiprocess(Shape { slots: 2, bits: 4 });
+}
+
+fn multiprocess(shape: Shape) {
     let seed = match std::env::var(SEED_ENV) {
         Ok(s) => s.parse().expect("COSID_MP_SEED is a u64"),
         Err(_) => rand::random(),
@@ -242,7 +278,7 @@ fn multiprocess_sqlite_ids_are_unique() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("leases.db");
     let t0 = Instant::now();
-    let outcomes = run(dir.path(), &db, &plans);
+    let outcomes = run(dir.path(), &db, &plans, shape);
     println!("{} children ran in {:?}", outcomes.len(), t0.elapsed());
     let fail = |msg: String| -> ! { panic!("seed {seed}: {msg}\n{}", logs(dir.path(), &outcomes)) };
 
@@ -252,12 +288,17 @@ fn multiprocess_sqlite_ids_are_unique() {
     let mut by_slot: BTreeMap<u64, Vec<u64>> = BTreeMap::new();
     let mut holders: BTreeMap<u64, BTreeSet<usize>> = BTreeMap::new();
     let mut total = 0usize;
+    let mut on_several_slots = 0;
     for o in &outcomes {
         let ids = read_ids(&out_path(dir.path(), o.plan.index), o.killed);
-        if let Some(w) = ids.windows(2).find(|w| w[1] <= w[0]) {
+        let slots: BTreeSet<u64> = ids.iter().map(|&id| parts(id).slot).collect();
+        if slots.len() > 1 {
+            on_several_slots += 1;
+        }
+        if let Err((before, after)) = increasing_per_slot(&ids, &layout) {
             fail(format!(
-                "child {} wrote {} after {}: not increasing",
-                o.plan.index, w[1], w[0]
+                "child {} wrote {after} after {before}: not increasing on their slot",
+                o.plan.index
             ));
         }
         if !o.killed && (ids.len() as u64) < MIN_IDS {
@@ -300,6 +341,12 @@ fn multiprocess_sqlite_ids_are_unique() {
         }
     }
     println!("{total} ids, all unique; holders per slot: {holders:?}");
+    println!("{on_several_slots} children issued on more than one slot");
+    assert!(
+        shape.slots == 1 || on_several_slots > 0,
+        "with {} slots each, no child's ids came from more than one slot",
+        shape.slots
+    );
     assert!(
         holders.values().any(|h| h.len() >= 2),
         "no slot was used by more than one child: {holders:?}"
@@ -374,8 +421,17 @@ fn child_main() {
     let mut flushed = Instant::now();
     let mut written = 0u64;
     let mut errors = 0u64;
-    let mut last = 0u64;
-    let mut batch = vec![Id::from_u64(0); 400];
+    // Increasing on each slot (one slot unless COSID_SLOTS says more).
+    let layout = Layout::millis();
+    let mut last: BTreeMap<u64, u64> = BTreeMap::new();
+    let mut check = |id: &Id| {
+        let slot = layout.decompose(*id).unwrap().slot;
+        let before = last.insert(slot, id.as_u64()).unwrap_or(0);
+        assert!(id.as_u64() > before, "{id} after {before} on slot {slot}");
+    };
+    // With several slots, batches past one tick's 4,096 ids, so that the calls move on to the next slot.
+    let slots: usize = std::env::var("COSID_SLOTS").map_or(1, |v| v.parse().unwrap());
+    let mut batch = vec![Id::from_u64(0); if slots > 1 { 10_000 } else { 400 }];
     while written < min_ids || started.elapsed() < lifetime {
         let n = rng.random_range(1..=batch.len());
         // A quarter of the time the batch call, else one id at a time.
@@ -401,9 +457,8 @@ fn child_main() {
                 Ok(()) => Ok(&batch[..n]),
                 Err(e) => {
                     for id in &batch[..k] {
-                        assert!(id.as_u64() > last, "{id} after {last}");
-                        last = id.as_u64();
-                        file.write_all(&last.to_le_bytes()).unwrap();
+                        check(id);
+                        file.write_all(&id.as_u64().to_le_bytes()).unwrap();
                         written += 1;
                     }
                     Err(e)
@@ -413,9 +468,8 @@ fn child_main() {
         match got {
             Ok(ids) => {
                 for id in ids {
-                    assert!(id.as_u64() > last, "{id} after {last}");
-                    last = id.as_u64();
-                    file.write_all(&last.to_le_bytes()).unwrap();
+                    check(id);
+                    file.write_all(&id.as_u64().to_le_bytes()).unwrap();
                 }
                 written += ids.len() as u64;
             }
@@ -434,12 +488,11 @@ fn child_main() {
         std::thread::sleep(Duration::from_millis(1));
     }
     file.flush().unwrap();
-    let status = rt.status();
+    let slots: Vec<u32> = rt.statuses().iter().map(|s| s.slot).collect();
     let released = rt.shutdown();
     eprintln!(
-        "child done: {written} ids, {errors} failed calls, {} events, {} slot(s) lost, slot {}, last {released:?}",
+        "child done: {written} ids, {errors} failed calls, {} events, {} slot(s) lost, slots {slots:?}, last {released:?}",
         events.load(Ordering::Relaxed),
         lost.load(Ordering::Relaxed),
-        status.slot
     );
 }

@@ -134,6 +134,14 @@ pub const SETTINGS: &[Setting] = &[
         doc: "slot to take if free, or `ordinal` for the StatefulSet ordinal in HOSTNAME",
     },
     Setting {
+        key: "slots",
+        js: "slots",
+        env: "COSID_SLOTS",
+        kind: Kind::Number,
+        default: "1",
+        doc: "how many slots this process leases, 1 to 64: throughput past one slot's cap",
+    },
+    Setting {
         key: "acquire_timeout",
         js: "acquireTimeout",
         env: "COSID_ACQUIRE_TIMEOUT",
@@ -405,6 +413,14 @@ impl Settings {
                     _ => c.waits.backwards = parsed.unwrap_or(d.waits.backwards),
                 }
             }
+            (Kind::Number, Value::Unset) if setting.key == "slots" => c.slots = d.slots,
+            (Kind::Number, v) if setting.key == "slots" => {
+                c.slots = match v {
+                    Value::Number(n) => u32::try_from(n).map_err(|_| wrong(SLOTS_EXPECTED))?,
+                    Value::Text(t) => number(name, t, SLOTS_EXPECTED)?,
+                    _ => return Err(wrong(SLOTS_EXPECTED)),
+                };
+            }
             (Kind::Number, Value::Unset) => {
                 c.bits = d.bits;
                 self.bits_set = false;
@@ -442,6 +458,7 @@ impl Settings {
 }
 
 const BITS_EXPECTED: &str = "a whole number from 1 to the layout's slot bits";
+const SLOTS_EXPECTED: &str = "a whole number from 1 to 64";
 const SLOT_EXPECTED: &str = "a slot number (0 or more) or `ordinal`";
 
 fn kind_expected(kind: Kind) -> &'static str {
