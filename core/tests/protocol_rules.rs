@@ -1,6 +1,11 @@
 //! The lease rules of DESIGN §3 and every row of the clock table of DESIGN §2, on a manual clock, over every
 //! embedded store: each test is written once and run on the in-memory store and on an SQLite file.
 
+/// The raw writes of the SQLite store's conformance target.
+#[cfg(feature = "sqlite")]
+#[path = "targets/sqlite.rs"]
+mod sqlite_target;
+
 use cosid::clock::{Clock, ManualClock};
 use cosid::generator::{Generator, Waits, Window};
 use cosid::lease::{
@@ -172,26 +177,7 @@ impl Fixture {
         match &self.raw {
             Raw::Memory(m) => m.put_raw(&self.ns, r.clone()),
             #[cfg(feature = "sqlite")]
-            Raw::Sqlite(path) => {
-                let conn = rusqlite::Connection::open(path).unwrap();
-                conn.execute(
-                    "INSERT OR REPLACE INTO cosid_slot (namespace, slot, owner_key, incarnation, last_owner_key,
-                     fence, expires_at, floor, ceiling, next_floor) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
-                    rusqlite::params![
-                        self.ns.encoded(),
-                        r.slot,
-                        r.owner.as_ref().map(|o| o.key.clone()),
-                        r.owner.as_ref().map(|o| o.incarnation.to_string()),
-                        r.last_owner_key,
-                        r.fence as i64,
-                        r.expires_at as i64,
-                        r.floor as i64,
-                        r.ceiling as i64,
-                        r.next_floor as i64,
-                    ],
-                )
-                .unwrap();
-            }
+            Raw::Sqlite(path) => sqlite_target::put_raw_at(path, &self.ns, r),
         }
     }
 

@@ -5,111 +5,26 @@
 //! here a manual clock, which the suite moves instead of waiting.
 #![cfg(feature = "etcd")]
 
+#[path = "targets/etcd.rs"]
+mod target;
+
 use cosid::conformance;
 
 use cosid::clock::{Clock, ManualClock};
-use cosid::lease::{
-    AcquireRequest, Namespace, NamespaceConfig, NamespaceRecord, Owner, SlotRecord,
-};
+use cosid::lease::{AcquireRequest, Namespace, NamespaceConfig, Owner};
 use cosid::store::{EtcdStore, LeaseStore, StoreError, StoreUrl};
 use std::sync::Arc;
-
-struct Etcd {
-    /// The store's clock: manual for the conformance suite, `None` (the host clock) for the runtime cases.
-    clock: Option<ManualClock>,
-    store: Arc<EtcdStore>,
-    url: String,
-}
-
-impl conformance::Target for Etcd {
-    fn store(&self) -> Arc<dyn LeaseStore> {
-        self.store.clone()
-    }
-
-    /// A plain `put` of the record as JSON, with a client of its own, as `etcdctl put` would do it.
-    async fn put_raw(&self, namespace: &Namespace, r: &SlotRecord) {
-        let owner = r
-            .owner
-            .as_ref()
-            .map(|o| serde_json::json!({ "key": o.key, "incarnation": o.incarnation.to_string() }));
-        let value = serde_json::json!({
-            "owner": owner,
-            "last_owner_key": r.last_owner_key,
-            "fence": r.fence,
-            "expires_at": r.expires_at,
-            "floor": r.floor,
-            "ceiling": r.ceiling,
-            "next_floor": r.next_floor,
-        });
-        put_raw(
-            &self.url,
-            namespace,
-            &format!("slot/{}", r.slot),
-            value.to_string().as_bytes(),
-        )
-        .await;
-    }
-
-    /// The record as versions before layouts were recorded wrote it: no `layout` field.
-    async fn put_old_namespace(&self, namespace: &Namespace, r: &NamespaceRecord) {
-        let value = serde_json::json!({
-            "bits": r.bits,
-            "tolerance_ms": r.tolerance_ms,
-            "not_before": r.not_before,
-        });
-        put_raw(&self.url, namespace, "ns", value.to_string().as_bytes()).await;
-    }
-
-    fn manual_clock(&self) -> Option<&ManualClock> {
-        self.clock.as_ref()
-    }
-}
-
-async fn target() -> Option<Etcd> {
-    let url = conformance::server_url("COSID_TEST_ETCD_URL", ".ci/services/etcd.sh")?;
-    let clock = ManualClock::new(conformance::T0);
-    let store = Arc::new(
-        EtcdStore::open(&endpoints(&url), Arc::new(clock.clone()))
-            .await
-            .unwrap(),
-    );
-    Some(Etcd {
-        clock: Some(clock),
-        store,
-        url,
-    })
-}
+use target::{endpoints, on_host_clock, put_raw, target, SCRIPT, URL_VAR};
 
 conformance::conformance_tests!(target());
 
-/// A target on the host clock, as a runtime's store runs.
-async fn on_host_clock(url: String) -> Etcd {
-    let store = EtcdStore::open(&endpoints(&url), Arc::new(cosid::clock::SystemClock))
-        .await
-        .unwrap();
-    Etcd {
-        clock: None,
-        store: Arc::new(store),
-        url,
-    }
-}
-
 conformance::runtime_tests! {
     kind: "etcd",
-    url: conformance::server_url("COSID_TEST_ETCD_URL", ".ci/services/etcd.sh"),
+    url: conformance::server_url(URL_VAR, SCRIPT),
     target: on_host_clock,
     // Port 1 on loopback: nothing listens there.
     unreachable: "etcd://127.0.0.1:1",
     shown: "127.0.0.1:1",
-}
-
-/// Puts `value` at `key` (relative to the namespace's prefix) with a client of its own, bypassing the store.
-async fn put_raw(url: &str, namespace: &Namespace, key: &str, value: &[u8]) {
-    let mut client = etcd_client::Client::connect(endpoints(url), None)
-        .await
-        .unwrap();
-    let key = format!("cosid/{}/{key}", namespace.encoded());
-    client.put(key, value, None).await.unwrap();
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -121,13 +36,6 @@ const CONFIG: NamespaceConfig = NamespaceConfig {
     layout: cosid::Layout::millis(),
 };
 const T0: u64 = 1_700_000_000_000;
-
-fn endpoints(url: &str) -> Vec<String> {
-    match StoreUrl::parse(url).unwrap() {
-        StoreUrl::Etcd(hosts) => hosts,
-        other => panic!("COSID_TEST_ETCD_URL is not an etcd:// URL: {other:?}"),
-    }
-}
 
 /// A namespace no earlier run used, so tests can share one cluster.
 fn fresh(name: &str) -> Namespace {
@@ -188,7 +96,7 @@ async fn an_unreachable_cluster_is_unavailable_and_the_password_is_never_printed
 
 #[tokio::test]
 async fn opens_through_a_store_url() {
-    let Some(url) = conformance::server_url("COSID_TEST_ETCD_URL", ".ci/services/etcd.sh") else {
+    let Some(url) = conformance::server_url(URL_VAR, SCRIPT) else {
         return;
     };
     let clock = ManualClock::new(T0);
@@ -206,7 +114,7 @@ async fn opens_through_a_store_url() {
 
 #[tokio::test]
 async fn the_store_clock_is_the_callers_clock() {
-    let Some(url) = conformance::server_url("COSID_TEST_ETCD_URL", ".ci/services/etcd.sh") else {
+    let Some(url) = conformance::server_url(URL_VAR, SCRIPT) else {
         return;
     };
     let clock = ManualClock::new(T0);
@@ -234,7 +142,7 @@ async fn the_store_clock_is_the_callers_clock() {
 
 #[tokio::test]
 async fn records_are_json_under_the_namespace_prefix_and_carry_no_ttl() {
-    let Some(url) = conformance::server_url("COSID_TEST_ETCD_URL", ".ci/services/etcd.sh") else {
+    let Some(url) = conformance::server_url(URL_VAR, SCRIPT) else {
         return;
     };
     let clock = ManualClock::new(T0);
@@ -274,7 +182,7 @@ async fn records_are_json_under_the_namespace_prefix_and_carry_no_ttl() {
 
 #[tokio::test]
 async fn undecodable_values_and_stray_keys_are_corrupt_never_absent() {
-    let Some(url) = conformance::server_url("COSID_TEST_ETCD_URL", ".ci/services/etcd.sh") else {
+    let Some(url) = conformance::server_url(URL_VAR, SCRIPT) else {
         return;
     };
     let clock = ManualClock::new(T0);

@@ -8,113 +8,19 @@
 //!   free port of 127.0.0.1 in a temporary folder, kills it and starts it again on the same data.
 #![cfg(feature = "mongodb")]
 
+#[path = "targets/mongodb.rs"]
+mod target;
+
 use cosid::conformance;
 
-use conformance::{Target, CONFIG};
-use cosid::lease::{AcquireRequest, Namespace, NamespaceRecord, Owner, SlotRecord};
+use conformance::CONFIG;
+use cosid::lease::{AcquireRequest, Namespace, Owner};
 use cosid::store::{LeaseStore, MongoStore, StoreError, StoreUrl};
-use mongodb::bson::{doc, Bson, Document};
+use mongodb::bson::{doc, Document};
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
-
-const URL_VAR: &str = "COSID_TEST_MONGODB_URL";
-const SCRIPT: &str = ".ci/services/ferretdb.sh";
-const COLLECTION: &str = "cosid_leases";
-
-struct Mongo {
-    store: Arc<MongoStore>,
-    raw: mongodb::Collection<Document>,
-}
-
-/// The document ids, spelled out here rather than taken from the store, so the test pins the layout.
-fn slot_id(ns: &Namespace, slot: u32) -> String {
-    format!("slot/{}/{slot}", ns.encoded())
-}
-
-fn namespace_id(ns: &Namespace) -> String {
-    format!("ns/{}", ns.encoded())
-}
-
-impl Target for Mongo {
-    fn store(&self) -> Arc<dyn LeaseStore> {
-        self.store.clone()
-    }
-
-    /// A plain upsert of the document with a client of the test's own, as `mongosh` would do it.
-    async fn put_raw(&self, ns: &Namespace, r: &SlotRecord) {
-        let owner = match &r.owner {
-            Some(o) => {
-                Bson::Document(doc! { "key": &o.key, "incarnation": o.incarnation.to_string() })
-            }
-            None => Bson::Null,
-        };
-        let rev = self
-            .raw
-            .find_one(doc! { "_id": slot_id(ns, r.slot) })
-            .await
-            .unwrap()
-            .and_then(|d| d.get_i64("rev").ok())
-            .unwrap_or(0);
-        let document = doc! {
-            "_id": slot_id(ns, r.slot),
-            "ns": ns.encoded(),
-            "slot": i64::from(r.slot),
-            "rev": rev + 1,
-            "owner": owner,
-            "last_owner_key": r.last_owner_key.clone(),
-            "fence": r.fence as i64,
-            "expires_at": r.expires_at as i64,
-            "floor": r.floor as i64,
-            "ceiling": r.ceiling as i64,
-            "next_floor": r.next_floor as i64,
-        };
-        self.raw
-            .replace_one(doc! { "_id": slot_id(ns, r.slot) }, document)
-            .upsert(true)
-            .await
-            .unwrap();
-    }
-
-    async fn put_old_namespace(&self, ns: &Namespace, r: &NamespaceRecord) {
-        let document = doc! {
-            "_id": namespace_id(ns),
-            "ns": ns.encoded(),
-            "rev": 1_i64,
-            "bits": i64::from(r.bits),
-            "tolerance_ms": r.tolerance_ms as i64,
-            "not_before": r.not_before as i64,
-        };
-        self.raw
-            .replace_one(doc! { "_id": namespace_id(ns) }, document)
-            .upsert(true)
-            .await
-            .unwrap();
-    }
-}
-
-/// The collection the store uses, through a client of the test's own.
-async fn raw_collection(url: &str) -> mongodb::Collection<Document> {
-    let client = mongodb::Client::with_uri_str(url).await.unwrap();
-    let db = client
-        .default_database()
-        .unwrap_or_else(|| client.database("cosid"));
-    db.collection(COLLECTION)
-}
-
-async fn connect(url: &str) -> Mongo {
-    let store = Arc::new(MongoStore::open(url).await.unwrap());
-    store.init().await.unwrap();
-    Mongo {
-        store,
-        raw: raw_collection(url).await,
-    }
-}
-
-async fn target() -> Option<Mongo> {
-    let url = conformance::server_url(URL_VAR, SCRIPT)?;
-    Some(connect(&url).await)
-}
+use target::{connect, namespace_id, raw_collection, slot_id, target, Mongo, SCRIPT, URL_VAR};
 
 conformance::conformance_tests!(target());
 

@@ -5,105 +5,28 @@
 //! expiry cases wait for it in real time (a few hundred milliseconds).
 #![cfg(feature = "mysql")]
 
+#[path = "targets/mysql.rs"]
+mod target;
+
 use cosid::conformance;
 
 use cosid::clock::SystemClock;
-use cosid::lease::{
-    AcquireRequest, Namespace, NamespaceConfig, NamespaceRecord, Owner, SlotRecord,
-};
+use cosid::lease::{AcquireRequest, Namespace, NamespaceConfig, Owner};
 use cosid::store::{LeaseStore, MysqlStore, StoreError, StoreUrl};
 use mysql_async::prelude::Queryable;
 use mysql_async::Value;
 use std::sync::Arc;
-
-struct Mysql {
-    store: Arc<MysqlStore>,
-    url: String,
-}
-
-impl conformance::Target for Mysql {
-    fn store(&self) -> Arc<dyn LeaseStore> {
-        self.store.clone()
-    }
-
-    /// A plain SQL upsert on a connection of its own, as a hand edit would do it.
-    async fn put_raw(&self, namespace: &Namespace, r: &SlotRecord) {
-        put_raw_row(
-            &self.url,
-            namespace,
-            vec![
-                Value::from(r.slot),
-                Value::from(r.owner.as_ref().map(|o| o.key.clone())),
-                Value::from(r.owner.as_ref().map(|o| o.incarnation.to_string())),
-                Value::from(r.last_owner_key.clone()),
-                Value::from(r.fence as i64),
-                Value::from(r.expires_at as i64),
-                Value::from(r.floor as i64),
-                Value::from(r.ceiling as i64),
-                Value::from(r.next_floor as i64),
-            ],
-        )
-        .await;
-    }
-
-    async fn put_old_namespace(&self, namespace: &Namespace, r: &NamespaceRecord) {
-        let url = self.url.replacen("mariadb://", "mysql://", 1);
-        let mut conn = mysql_async::Conn::new(mysql_async::Opts::from_url(&url).unwrap())
-            .await
-            .unwrap();
-        conn.exec_drop(
-            "REPLACE INTO cosid_namespace (name, bits, tolerance_ms, not_before) VALUES (?, ?, ?, ?)",
-            (
-                namespace.encoded(),
-                r.bits,
-                r.tolerance_ms as i64,
-                r.not_before as i64,
-            ),
-        )
-        .await
-        .unwrap();
-        conn.disconnect().await.unwrap();
-    }
-}
-
-async fn connect(url: String) -> Mysql {
-    let store = Arc::new(MysqlStore::open(&url).await.unwrap());
-    Mysql { store, url }
-}
-
-async fn target() -> Option<Mysql> {
-    let url = conformance::server_url("COSID_TEST_MYSQL_URL", ".ci/services/mariadb.sh")?;
-    Some(connect(url).await)
-}
+use target::{connect, put_raw_row, target, SCRIPT, URL_VAR};
 
 conformance::conformance_tests!(target());
 
 conformance::runtime_tests! {
     kind: "mysql",
-    url: conformance::server_url("COSID_TEST_MYSQL_URL", ".ci/services/mariadb.sh"),
+    url: conformance::server_url(URL_VAR, SCRIPT),
     target: connect,
     // Port 1 on loopback: nothing listens there.
     unreachable: "mysql://cosid:cosid@127.0.0.1:1/cosid_test",
     shown: "127.0.0.1:1/cosid_test",
-}
-
-/// Writes a slot row with `values` for the columns `slot, owner_key, incarnation, last_owner_key, fence,
-/// expires_at, floor, ceiling, next_floor`, bypassing the store.
-async fn put_raw_row(url: &str, namespace: &Namespace, values: Vec<Value>) {
-    let url = url.replacen("mariadb://", "mysql://", 1);
-    let mut conn = mysql_async::Conn::new(mysql_async::Opts::from_url(&url).unwrap())
-        .await
-        .unwrap();
-    let mut params = vec![Value::from(namespace.encoded())];
-    params.extend(values);
-    conn.exec_drop(
-        "REPLACE INTO cosid_slot (namespace, slot, owner_key, incarnation, last_owner_key, fence, expires_at,
-         floor, ceiling, next_floor) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        params,
-    )
-    .await
-    .unwrap();
-    conn.disconnect().await.unwrap();
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -174,8 +97,7 @@ async fn an_unreachable_server_is_unavailable_and_the_password_is_never_printed(
 
 #[tokio::test]
 async fn opens_through_store_urls_with_either_scheme() {
-    let Some(url) = conformance::server_url("COSID_TEST_MYSQL_URL", ".ci/services/mariadb.sh")
-    else {
+    let Some(url) = conformance::server_url(URL_VAR, SCRIPT) else {
         return;
     };
     let mariadb = url.replacen("mysql://", "mariadb://", 1);
@@ -193,8 +115,7 @@ async fn opens_through_store_urls_with_either_scheme() {
 
 #[tokio::test]
 async fn the_store_clock_is_the_database_clock_in_milliseconds() {
-    let Some(url) = conformance::server_url("COSID_TEST_MYSQL_URL", ".ci/services/mariadb.sh")
-    else {
+    let Some(url) = conformance::server_url(URL_VAR, SCRIPT) else {
         return;
     };
     let store = store(&url).await;
@@ -219,8 +140,7 @@ async fn the_store_clock_is_the_database_clock_in_milliseconds() {
 
 #[tokio::test]
 async fn names_differing_only_in_letter_case_never_share_a_row() {
-    let Some(url) = conformance::server_url("COSID_TEST_MYSQL_URL", ".ci/services/mariadb.sh")
-    else {
+    let Some(url) = conformance::server_url(URL_VAR, SCRIPT) else {
         return;
     };
     let store = store(&url).await;
@@ -247,8 +167,7 @@ async fn names_differing_only_in_letter_case_never_share_a_row() {
 
 #[tokio::test]
 async fn undecodable_rows_are_corrupt_never_absent() {
-    let Some(url) = conformance::server_url("COSID_TEST_MYSQL_URL", ".ci/services/mariadb.sh")
-    else {
+    let Some(url) = conformance::server_url(URL_VAR, SCRIPT) else {
         return;
     };
     let store = store(&url).await;
@@ -306,8 +225,7 @@ async fn undecodable_rows_are_corrupt_never_absent() {
 
 #[tokio::test]
 async fn require_ssl_never_falls_back_to_plaintext() {
-    let Some(url) = conformance::server_url("COSID_TEST_MYSQL_URL", ".ci/services/mariadb.sh")
-    else {
+    let Some(url) = conformance::server_url(URL_VAR, SCRIPT) else {
         return;
     };
     // The test server speaks no TLS: a store told to require it must refuse to talk rather than downgrade.
@@ -329,8 +247,7 @@ async fn require_ssl_never_falls_back_to_plaintext() {
 
 #[tokio::test]
 async fn wrong_credentials_are_an_answer_not_an_outage() {
-    let Some(url) = conformance::server_url("COSID_TEST_MYSQL_URL", ".ci/services/mariadb.sh")
-    else {
+    let Some(url) = conformance::server_url(URL_VAR, SCRIPT) else {
         return;
     };
     let parsed = url::Url::parse(&url).unwrap();

@@ -3,90 +3,16 @@
 //! are skipped.
 #![cfg(feature = "postgres")]
 
+#[path = "targets/postgres.rs"]
+mod target;
+
 use cosid::conformance;
 
-use conformance::{fresh, Target, CONFIG, LONG_TTL_MS};
-use cosid::lease::{Namespace, NamespaceRecord, Owner, SlotRecord};
+use conformance::{fresh, CONFIG, LONG_TTL_MS};
+use cosid::lease::Owner;
 use cosid::store::{LeaseStore, PostgresStore, StoreError, StoreUrl};
 use std::sync::Arc;
-use tokio_postgres::NoTls;
-
-const URL_VAR: &str = "COSID_TEST_POSTGRES_URL";
-const SCRIPT: &str = ".ci/services/postgres.sh";
-
-struct Postgres {
-    store: Arc<PostgresStore>,
-    raw: tokio_postgres::Client,
-}
-
-impl Target for Postgres {
-    fn store(&self) -> Arc<dyn LeaseStore> {
-        self.store.clone()
-    }
-
-    /// A plain SQL upsert on a connection of the test's own, as a hand edit would do it.
-    async fn put_raw(&self, ns: &Namespace, r: &SlotRecord) {
-        self.raw
-            .execute(
-                "INSERT INTO cosid_slot (namespace, slot, owner_key, incarnation, last_owner_key, fence, expires_at,
-                 floor, ceiling, next_floor) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
-                 ON CONFLICT (namespace, slot) DO UPDATE SET owner_key = $3, incarnation = $4,
-                 last_owner_key = $5, fence = $6, expires_at = $7, floor = $8, ceiling = $9, next_floor = $10",
-                &[
-                    &ns.encoded(),
-                    &i64::from(r.slot),
-                    &r.owner.as_ref().map(|o| o.key.clone()),
-                    &r.owner.as_ref().map(|o| o.incarnation.to_string()),
-                    &r.last_owner_key,
-                    &(r.fence as i64),
-                    &(r.expires_at as i64),
-                    &(r.floor as i64),
-                    &(r.ceiling as i64),
-                    &(r.next_floor as i64),
-                ],
-            )
-            .await
-            .unwrap();
-    }
-
-    async fn put_old_namespace(&self, ns: &Namespace, r: &NamespaceRecord) {
-        self.raw
-            .execute(
-                "INSERT INTO cosid_namespace (name, bits, tolerance_ms, not_before) VALUES ($1, $2, $3, $4)
-                 ON CONFLICT (name) DO UPDATE SET bits = $2, tolerance_ms = $3, not_before = $4, layout = NULL",
-                &[
-                    &ns.encoded(),
-                    &i64::from(r.bits),
-                    &(r.tolerance_ms as i64),
-                    &(r.not_before as i64),
-                ],
-            )
-            .await
-            .unwrap();
-    }
-}
-
-async fn raw_client(url: &str) -> tokio_postgres::Client {
-    let (client, connection) = tokio_postgres::connect(url, NoTls)
-        .await
-        .unwrap_or_else(|e| panic!("cannot reach {url}: {e}"));
-    tokio::spawn(connection);
-    client
-}
-
-async fn connect(url: &str) -> Postgres {
-    let store = Arc::new(PostgresStore::open(url).unwrap());
-    store.init().await.unwrap();
-    Postgres {
-        store,
-        raw: raw_client(url).await,
-    }
-}
-
-async fn target() -> Option<Postgres> {
-    let url = conformance::server_url(URL_VAR, SCRIPT)?;
-    Some(connect(&url).await)
-}
+use target::{connect, raw_client, target, Postgres, SCRIPT, URL_VAR};
 
 conformance::conformance_tests!(target());
 

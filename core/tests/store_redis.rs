@@ -6,11 +6,14 @@
 //!   127.0.0.1 in a temporary folder; without `redis-server` on `PATH` they print why they are skipped.
 #![cfg(feature = "redis")]
 
+#[path = "targets/redis.rs"]
+mod target;
+
 use cosid::conformance;
 
-use conformance::{fresh, Recorder, Target, CONFIG, LONG_TTL_MS};
+use conformance::{fresh, Recorder, CONFIG, LONG_TTL_MS};
 use cosid::generator::Waits;
-use cosid::lease::{AcquireRequest, Namespace, NamespaceRecord, Owner, SlotRecord};
+use cosid::lease::{AcquireRequest, Namespace, Owner};
 use cosid::store::{LeaseStore, RedisStore, StoreError, StoreUrl};
 use cosid::{Event, Runtime};
 use redis::AsyncCommands;
@@ -19,96 +22,10 @@ use std::net::{TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-const URL_VAR: &str = "COSID_TEST_REDIS_URL";
-const SCRIPT: &str = ".ci/services/redis.sh";
+use target::{connect, namespace_key, slots_key, target, Redis, SCRIPT, URL_VAR};
 
 // ---------------------------------------------------------------------------------------------------------------
 // The conformance suite.
-
-struct Redis {
-    store: Arc<RedisStore>,
-    raw: redis::aio::MultiplexedConnection,
-}
-
-/// The slots hash of a namespace, spelled out here rather than taken from the store, so the test pins the layout.
-fn slots_key(ns: &Namespace) -> String {
-    format!("cosid:{{{}}}:slots", ns.encoded())
-}
-
-fn namespace_key(ns: &Namespace) -> String {
-    format!("cosid:{{{}}}:ns", ns.encoded())
-}
-
-impl Target for Redis {
-    fn store(&self) -> Arc<dyn LeaseStore> {
-        self.store.clone()
-    }
-
-    /// One `HSET` of the record in the store's raw form, with no check.
-    async fn put_raw(&self, ns: &Namespace, r: &SlotRecord) {
-        let mut conn = self.raw.clone();
-        let _: () = conn
-            .hset(slots_key(ns), r.slot.to_string(), encode(r))
-            .await
-            .unwrap();
-    }
-
-    /// The hash as versions before layouts were recorded wrote it: three fields.
-    async fn put_old_namespace(&self, ns: &Namespace, r: &NamespaceRecord) {
-        let mut conn = self.raw.clone();
-        let key = RedisStore::namespace_key(ns);
-        let _: () = conn.del(&key).await.unwrap();
-        let _: () = conn
-            .hset_multiple(
-                &key,
-                &[
-                    ("bits", r.bits.to_string()),
-                    ("tolerance_ms", r.tolerance_ms.to_string()),
-                    ("not_before", r.not_before.to_string()),
-                ],
-            )
-            .await
-            .unwrap();
-    }
-}
-
-/// A slot record as the store keeps it, written out here rather than taken from the store, so the test pins the
-/// format: `v1;fence;expires_at;floor;ceiling;next_floor;incarnation;<owner key><last owner key>`, each key `-` or
-/// `<length>:<bytes>`.
-fn encode(r: &SlotRecord) -> String {
-    let key = |k: Option<&str>| k.map_or("-".to_string(), |k| format!("{}:{k}", k.len()));
-    format!(
-        "v1;{};{};{};{};{};{};{}{}",
-        r.fence,
-        r.expires_at,
-        r.floor,
-        r.ceiling,
-        r.next_floor,
-        r.owner
-            .as_ref()
-            .map_or(String::new(), |o| o.incarnation.to_string()),
-        key(r.owner.as_ref().map(|o| o.key.as_str())),
-        key(r.last_owner_key.as_deref()),
-    )
-}
-
-async fn connect(url: &str) -> Redis {
-    let raw = redis::Client::open(url)
-        .unwrap()
-        .get_multiplexed_async_connection()
-        .await
-        .unwrap_or_else(|e| panic!("cannot reach {url}: {e}"));
-    Redis {
-        store: Arc::new(RedisStore::open(url).unwrap()),
-        raw,
-    }
-}
-
-async fn target() -> Option<Redis> {
-    let url = conformance::server_url(URL_VAR, SCRIPT)?;
-    Some(connect(&url).await)
-}
 
 conformance::conformance_tests!(target());
 

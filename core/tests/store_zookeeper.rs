@@ -8,95 +8,23 @@
 //!   package) on a free port of 127.0.0.1 in a temporary folder; without it they print why they are skipped.
 #![cfg(feature = "zookeeper")]
 
+#[path = "targets/zookeeper.rs"]
+mod target;
+
 use cosid::conformance;
 
 use cosid::clock::{Clock, ManualClock};
-use cosid::lease::{
-    AcquireRequest, Namespace, NamespaceConfig, NamespaceRecord, Owner, SlotRecord,
-};
+use cosid::lease::{AcquireRequest, Namespace, NamespaceConfig, Owner};
 use cosid::store::{LeaseStore, StoreError, StoreUrl, ZookeeperStore};
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
-use zookeeper_client::{Acls, Client, CreateMode};
+use target::{hosts, namespace_dir, on_host_clock, put_raw, target, SCRIPT, URL_VAR};
+use zookeeper_client::Client;
 
-const URL_VAR: &str = "COSID_TEST_ZOOKEEPER_URL";
-const SCRIPT: &str = ".ci/services/zookeeper.sh";
 const JAR: &str = "/usr/share/java/zookeeper.jar";
 
-struct Zookeeper {
-    /// The store's clock: manual for the conformance suite, `None` (the host clock) for the runtime cases.
-    clock: Option<ManualClock>,
-    store: Arc<ZookeeperStore>,
-    url: String,
-}
-
-impl conformance::Target for Zookeeper {
-    fn store(&self) -> Arc<dyn LeaseStore> {
-        self.store.clone()
-    }
-
-    /// A plain write of the record as JSON, with a client of its own, as `zkCli.sh set` would do it.
-    async fn put_raw(&self, namespace: &Namespace, r: &SlotRecord) {
-        let owner = r
-            .owner
-            .as_ref()
-            .map(|o| serde_json::json!({ "key": o.key, "incarnation": o.incarnation.to_string() }));
-        let value = serde_json::json!({
-            "owner": owner,
-            "last_owner_key": r.last_owner_key,
-            "fence": r.fence,
-            "expires_at": r.expires_at,
-            "floor": r.floor,
-            "ceiling": r.ceiling,
-            "next_floor": r.next_floor,
-        });
-        put_raw(
-            &self.url,
-            namespace,
-            &format!("slot/{}", r.slot),
-            value.to_string().as_bytes(),
-        )
-        .await;
-    }
-
-    /// The record as versions before layouts were recorded wrote it: no `layout` field.
-    async fn put_old_namespace(&self, namespace: &Namespace, r: &NamespaceRecord) {
-        let value = serde_json::json!({
-            "bits": r.bits,
-            "tolerance_ms": r.tolerance_ms,
-            "not_before": r.not_before,
-        });
-        put_raw(&self.url, namespace, "ns", value.to_string().as_bytes()).await;
-    }
-
-    fn manual_clock(&self) -> Option<&ManualClock> {
-        self.clock.as_ref()
-    }
-}
-
-async fn target() -> Option<Zookeeper> {
-    let url = conformance::server_url(URL_VAR, SCRIPT)?;
-    let clock = ManualClock::new(conformance::T0);
-    let store = Arc::new(ZookeeperStore::open(&url, Arc::new(clock.clone())).unwrap());
-    Some(Zookeeper {
-        clock: Some(clock),
-        store,
-        url,
-    })
-}
-
 conformance::conformance_tests!(target());
-
-/// A target on the host clock, as a runtime's store runs.
-async fn on_host_clock(url: String) -> Zookeeper {
-    let store = ZookeeperStore::open(&url, Arc::new(cosid::clock::SystemClock)).unwrap();
-    Zookeeper {
-        clock: None,
-        store: Arc::new(store),
-        url,
-    }
-}
 
 conformance::runtime_tests! {
     kind: "zookeeper",
@@ -105,40 +33,6 @@ conformance::runtime_tests! {
     // Port 1 on loopback: nothing listens there.
     unreachable: "zookeeper://127.0.0.1:1",
     shown: "127.0.0.1:1",
-}
-
-/// `host:port[,...]` of a `zookeeper://` URL without credentials or chroot.
-fn hosts(url: &str) -> String {
-    let rest = url
-        .strip_prefix("zookeeper://")
-        .expect("a zookeeper:// URL");
-    let authority = rest.split_once('/').map_or(rest, |(a, _)| a);
-    authority
-        .rsplit_once('@')
-        .map_or(authority, |(_, h)| h)
-        .to_owned()
-}
-
-/// The znode paths, spelled out here rather than taken from the store, so the test pins the layout.
-fn namespace_dir(namespace: &Namespace) -> String {
-    format!("/cosid/{}", namespace.encoded())
-}
-
-/// Writes `value` at `node` (relative to the namespace's znode) with a client of its own, bypassing the store:
-/// creates it (and its parents) when missing.
-async fn put_raw(url: &str, namespace: &Namespace, node: &str, value: &[u8]) {
-    let client = Client::connect(&hosts(url)).await.unwrap();
-    let path = format!("{}/{node}", namespace_dir(namespace));
-    let options = CreateMode::Persistent.with_acls(Acls::anyone_all());
-    match client.set_data(&path, value, None).await {
-        Ok(_) => {}
-        Err(zookeeper_client::Error::NoNode) => {
-            let parent = &path[..path.rfind('/').unwrap()];
-            client.mkdir(parent, &options).await.unwrap();
-            client.create(&path, value, &options).await.unwrap();
-        }
-        Err(e) => panic!("put {path}: {e}"),
-    }
 }
 
 // ---------------------------------------------------------------------------------------------------------------

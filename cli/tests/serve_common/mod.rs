@@ -1,8 +1,13 @@
 //! A real `cosid serve` process for the tests: started on 127.0.0.1 on a free port, stopped with SIGTERM on drop.
 #![allow(dead_code)]
 
+use cosid::conformance::Target;
+use cosid::lease::{Namespace, NamespaceRecord, SlotRecord};
+use cosid::store::{HttpStore, LeaseStore};
+use std::future::Future;
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
 
 /// A running `cosid serve`.
 pub struct Serve {
@@ -81,5 +86,50 @@ impl Drop for Serve {
             let _ = self.child.kill();
             let _ = self.child.wait();
         }
+    }
+}
+
+/// A store's conformance target behind a `cosid serve` of its own: the suite's store is the `http://` store on the
+/// server, and raw records are written by the inner target, with the store's own client, behind the server's back.
+/// The inner target's own store is never used, so the server is the only lease holder; its clock is the server's,
+/// never a manual one.
+pub struct Proxied<T> {
+    store: Arc<HttpStore>,
+    // Dropped before the inner target, which may own the server's data (an SQLite file).
+    _serve: Serve,
+    inner: T,
+}
+
+impl<T: Target> Proxied<T> {
+    /// Starts `cosid serve` in front of `store_url`, the store `inner` writes raw records into.
+    pub fn start(store_url: &str, inner: T) -> Proxied<T> {
+        let serve = Serve::start(store_url, &[]);
+        Proxied {
+            store: Arc::new(HttpStore::open(&serve.url).unwrap()),
+            _serve: serve,
+            inner,
+        }
+    }
+}
+
+impl<T: Target> Target for Proxied<T> {
+    fn store(&self) -> Arc<dyn LeaseStore> {
+        self.store.clone()
+    }
+
+    fn put_raw(
+        &self,
+        namespace: &Namespace,
+        record: &SlotRecord,
+    ) -> impl Future<Output = ()> + Send {
+        self.inner.put_raw(namespace, record)
+    }
+
+    fn put_old_namespace(
+        &self,
+        namespace: &Namespace,
+        record: &NamespaceRecord,
+    ) -> impl Future<Output = ()> + Send {
+        self.inner.put_old_namespace(namespace, record)
     }
 }

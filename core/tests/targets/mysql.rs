@@ -1,0 +1,96 @@
+//! The conformance target of the MySQL/MariaDB store on the server in `COSID_TEST_MYSQL_URL`, with raw writes
+//! through connections of its own. Shared by core's store test and the CLI's tests of `cosid serve` in front of
+//! MySQL/MariaDB.
+#![allow(dead_code)]
+
+use cosid::conformance;
+use cosid::lease::{Namespace, NamespaceRecord, SlotRecord};
+use cosid::store::{LeaseStore, MysqlStore};
+use mysql_async::prelude::Queryable;
+use mysql_async::Value;
+use std::sync::Arc;
+
+pub const URL_VAR: &str = "COSID_TEST_MYSQL_URL";
+pub const SCRIPT: &str = ".ci/services/mariadb.sh";
+
+pub struct Mysql {
+    pub store: Arc<MysqlStore>,
+    pub url: String,
+}
+
+impl conformance::Target for Mysql {
+    fn store(&self) -> Arc<dyn LeaseStore> {
+        self.store.clone()
+    }
+
+    /// A plain SQL upsert on a connection of its own, as a hand edit would do it.
+    async fn put_raw(&self, namespace: &Namespace, r: &SlotRecord) {
+        put_raw_row(
+            &self.url,
+            namespace,
+            vec![
+                Value::from(r.slot),
+                Value::from(r.owner.as_ref().map(|o| o.key.clone())),
+                Value::from(r.owner.as_ref().map(|o| o.incarnation.to_string())),
+                Value::from(r.last_owner_key.clone()),
+                Value::from(r.fence as i64),
+                Value::from(r.expires_at as i64),
+                Value::from(r.floor as i64),
+                Value::from(r.ceiling as i64),
+                Value::from(r.next_floor as i64),
+            ],
+        )
+        .await;
+    }
+
+    async fn put_old_namespace(&self, namespace: &Namespace, r: &NamespaceRecord) {
+        let mut conn = raw_connection(&self.url).await;
+        conn.exec_drop(
+            "REPLACE INTO cosid_namespace (name, bits, tolerance_ms, not_before) VALUES (?, ?, ?, ?)",
+            (
+                namespace.encoded(),
+                r.bits,
+                r.tolerance_ms as i64,
+                r.not_before as i64,
+            ),
+        )
+        .await
+        .unwrap();
+        conn.disconnect().await.unwrap();
+    }
+}
+
+/// A connection of the test's own to the database of a `mysql://` or `mariadb://` URL.
+async fn raw_connection(url: &str) -> mysql_async::Conn {
+    let url = url.replacen("mariadb://", "mysql://", 1);
+    mysql_async::Conn::new(mysql_async::Opts::from_url(&url).unwrap())
+        .await
+        .unwrap()
+}
+
+/// Writes a slot row with `values` for the columns `slot, owner_key, incarnation, last_owner_key, fence,
+/// expires_at, floor, ceiling, next_floor`, bypassing the store.
+pub async fn put_raw_row(url: &str, namespace: &Namespace, values: Vec<Value>) {
+    let mut conn = raw_connection(url).await;
+    let mut params = vec![Value::from(namespace.encoded())];
+    params.extend(values);
+    conn.exec_drop(
+        "REPLACE INTO cosid_slot (namespace, slot, owner_key, incarnation, last_owner_key, fence, expires_at,
+         floor, ceiling, next_floor) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        params,
+    )
+    .await
+    .unwrap();
+    conn.disconnect().await.unwrap();
+}
+
+pub async fn connect(url: String) -> Mysql {
+    let store = Arc::new(MysqlStore::open(&url).await.unwrap());
+    Mysql { store, url }
+}
+
+/// A target on the server in `COSID_TEST_MYSQL_URL`, or `None` (saying why) when it is unset.
+pub async fn target() -> Option<Mysql> {
+    let url = conformance::server_url(URL_VAR, SCRIPT)?;
+    Some(connect(url).await)
+}
