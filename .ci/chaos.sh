@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The chaos profile for CI (about 10 minutes after the build): cosid against a real Redis, then one SQLite file
-# shared by 8 processes, then a private PostgreSQL, then a private 3-member etcd cluster, each under faults, each
-# followed by the negative control that shows the checker can see lost writes. See docs/reliability.md.
+# The chaos profile for CI (about 12 minutes after the build): cosid against a real Redis, then one SQLite file
+# shared by 8 processes, then a private PostgreSQL, then a private 3-member etcd cluster, then a private 3-server
+# ZooKeeper ensemble, each under faults, each followed by the negative control that shows the checker can see lost
+# writes. See docs/reliability.md.
 #
 #     bash .ci/chaos.sh
 #
@@ -24,13 +25,20 @@
 #    127.0.0.2-4 (free ports), its leader killed with -9 and restarted or stopped with SIGSTOP, a member cut off by
 #    an nftables rule on its address, every client connection cut (`ss -K`);
 # 9. `cosid-chaos run --store etcd --profile ci --negative`: 2 rounds of 30 s, the whole cluster crashed and started
-#    on older copies of its three data folders.
+#    on older copies of its three data folders;
+# 10. `cosid-chaos run --store zookeeper --profile ci`: 45 s, 4 workers on 2 slots, a private 3-server ensemble on
+#    127.0.0.2-4 (free client, quorum and election ports; tickTime 500 ms, forceSync on), its leader killed with -9
+#    and restarted or stopped with SIGSTOP, a server cut off by an nftables rule on its address, every client
+#    connection cut (`ss -K`);
+# 11. `cosid-chaos run --store zookeeper --profile ci --negative`: 2 rounds of 30 s, the whole ensemble crashed and
+#    started on older copies of its three data folders (snapshots, transaction logs, myid).
 # Each run prints how long it took. The long profiles (`--profile long`, 30 minutes each) are not run here.
 #
-# Installs Debian's `redis-server`, `postgresql`, `etcd-server` and `nftables` when they are missing (needs root);
-# the harness starts its own servers on free ports of 127.0.0.1 (etcd: 127.0.0.2 to 127.0.0.4), in temporary
-# folders (PostgreSQL as the `postgres` user, each etcd member under a uid of its own, when run as root). Without
-# `nft` (or root) an etcd partition is emulated by SIGSTOP of the member. Settings (environment):
+# Installs Debian's `redis-server`, `postgresql`, `etcd-server`, `zookeeper` (with Java) and `nftables` when they
+# are missing (needs root); the harness starts its own servers on free ports of 127.0.0.1 (etcd, ZooKeeper:
+# 127.0.0.2 to 127.0.0.4), in temporary folders (PostgreSQL as the `postgres` user, each etcd member and each
+# ZooKeeper server under a uid of its own, when run as root). Without `nft` (or root) an etcd or ZooKeeper partition
+# is emulated by SIGSTOP of the member. Settings (environment):
 #   COSID_CHAOS_SEED   replay the nemesis' decisions of an earlier run (each run prints its seed)
 #   COSID_CHAOS_OUT    where the run folders go (default ${TMPDIR:-/tmp}/cosid-chaos)
 set -euo pipefail
@@ -59,6 +67,13 @@ for tool in etcd:etcd-server nft:nftables ss:iproute2; do
     fi
 done
 etcd --version | head -1 >&2
+if [ ! -f /usr/share/java/zookeeper.jar ] || ! command -v java >/dev/null 2>&1; then
+    log "installing zookeeper"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get install -y -q --no-install-recommends zookeeper >&2 ||
+        { apt-get update -q >&2 && apt-get install -y -q --no-install-recommends zookeeper >&2; } ||
+        log "cannot install zookeeper"
+fi
 
 out="${COSID_CHAOS_OUT:-${TMPDIR:-/tmp}/cosid-chaos}"
 mkdir -p "$out"
@@ -70,7 +85,7 @@ cargo test --release -p cosid-chaos
 bin=target/release/cosid-chaos
 status=0
 
-for store in redis sqlite postgres etcd; do
+for store in redis sqlite postgres etcd zookeeper; do
     started=$SECONDS
     log "$store positive run: cosid-chaos run --store $store --profile ci"
     if "$bin" run --store "$store" --profile ci --out "$out"; then

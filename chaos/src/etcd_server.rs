@@ -20,8 +20,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// The members' addresses; never 127.0.0.1, where the shared test server runs.
-const ADDRESSES: [&str; 3] = ["127.0.0.2", "127.0.0.3", "127.0.0.4"];
+/// The members' addresses; never 127.0.0.1, where the shared test server runs. The ZooKeeper ensemble uses them too.
+pub(crate) const ADDRESSES: [&str; 3] = ["127.0.0.2", "127.0.0.3", "127.0.0.4"];
 
 /// The first of the uids the members run under when the harness is root (one each; no user entry is needed).
 const FIRST_UID: u32 = 64_230;
@@ -67,12 +67,12 @@ pub struct EtcdCluster {
 }
 
 /// A free port on `ip`.
-fn free_port_on(ip: &str) -> io::Result<u16> {
+pub(crate) fn free_port_on(ip: &str) -> io::Result<u16> {
     Ok(TcpListener::bind((ip, 0))?.local_addr()?.port())
 }
 
 /// Whether `nft` works here (installed, and allowed to change the ruleset).
-fn nft_usable() -> bool {
+pub(crate) fn nft_usable() -> bool {
     nix::unistd::geteuid().is_root()
         && Command::new("nft")
             .args(["list", "tables"])
@@ -82,7 +82,7 @@ fn nft_usable() -> bool {
             .is_ok_and(|s| s.success())
 }
 
-fn nft(script: &str) -> io::Result<()> {
+pub(crate) fn nft(script: &str) -> io::Result<()> {
     let mut child = Command::new("nft")
         .args(["-f", "-"])
         .stdin(Stdio::piped())
@@ -517,7 +517,7 @@ impl EtcdCluster {
 }
 
 /// `cp -a`: ownership and modes kept (etcd wants its data folder private).
-fn copy_tree(from: &Path, to: &Path) -> io::Result<()> {
+pub(crate) fn copy_tree(from: &Path, to: &Path) -> io::Result<()> {
     let status = Command::new("cp").arg("-a").arg(from).arg(to).status()?;
     if status.success() {
         Ok(())

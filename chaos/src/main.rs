@@ -5,6 +5,7 @@
 //! cosid-chaos run --profile ci --negative   # the negative control: 5 rounds that must be caught
 //! cosid-chaos run --store sqlite --profile ci [--negative]   # 8 processes on one SQLite file
 //! cosid-chaos run --store etcd --profile ci [--negative]     # a private 3-member etcd cluster
+//! cosid-chaos run --store zookeeper --profile ci [--negative]  # a private 3-server ZooKeeper ensemble
 //! cosid-chaos run --profile long            # 30 minutes
 //! cosid-chaos run --seed 1234               # replay the nemesis' decisions of an earlier run
 //! cosid-chaos check /tmp/cosid-chaos/run-...  # check the logs of an earlier run again
@@ -25,6 +26,7 @@ mod postgres_server;
 mod redis_server;
 mod store;
 mod worker;
+mod zookeeper_server;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
@@ -35,7 +37,7 @@ use store::Store;
 #[derive(Debug, Parser)]
 #[command(
     name = "cosid-chaos",
-    about = "Chaos harness for cosid: a real store (Redis, SQLite, PostgreSQL or etcd), worker processes, a nemesis and a checker"
+    about = "Chaos harness for cosid: a real store (Redis, SQLite, PostgreSQL, etcd or ZooKeeper), worker processes, a nemesis and a checker"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -44,8 +46,8 @@ struct Cli {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum Profile {
-    /// Redis: about 3 minutes (the negative control: 5 rounds of 30 s). etcd: 60 s; SQLite, PostgreSQL: 45 s
-    /// (the negative control of each: 2 rounds of 30 s).
+    /// Redis: about 3 minutes (the negative control: 5 rounds of 30 s). etcd: 60 s; SQLite, PostgreSQL,
+    /// ZooKeeper: 45 s (the negative control of each: 2 rounds of 30 s).
     Ci,
     /// 30 minutes (the negative control: 20 rounds).
     Long,
@@ -68,8 +70,8 @@ enum Command {
         #[arg(long, env = "COSID_CHAOS_SEED")]
         seed: Option<u64>,
         /// Runs the negative control instead: an older copy of the data restored while the workers run (Redis:
-        /// with `appendfsync everysec`; SQLite: written back into the live file; PostgreSQL, etcd: the server crashed
-        /// and started on the copy). It must be caught (duplicates
+        /// with `appendfsync everysec`; SQLite: written back into the live file; PostgreSQL, etcd, ZooKeeper: the
+        /// servers crashed and started on the copy). It must be caught (duplicates
         /// or the store-regression alarm).
         #[arg(long)]
         negative: bool,
@@ -165,7 +167,7 @@ fn main() -> ExitCode {
             let seed = seed.unwrap_or_else(random_seed);
             let out = out.unwrap_or_else(|| std::env::temp_dir().join("cosid-chaos"));
             let workers = workers.unwrap_or(match store {
-                Store::Redis | Store::Postgres | Store::Etcd => 4,
+                Store::Redis | Store::Postgres | Store::Etcd | Store::Zookeeper => 4,
                 Store::Sqlite => 8,
             });
             if workers < 2 {
@@ -185,7 +187,7 @@ fn main() -> ExitCode {
                 store,
                 // 8 workers on 2 slots would mostly wait: 4 slots on SQLite.
                 bits: match store {
-                    Store::Redis | Store::Postgres | Store::Etcd => BITS,
+                    Store::Redis | Store::Postgres | Store::Etcd | Store::Zookeeper => BITS,
                     Store::Sqlite => 2,
                 },
             };
@@ -202,7 +204,9 @@ fn main() -> ExitCode {
                 let duration = duration.unwrap_or(match (profile, store) {
                     (Profile::Ci, Store::Redis) => Duration::from_secs(120),
                     (Profile::Ci, Store::Etcd) => Duration::from_secs(60),
-                    (Profile::Ci, Store::Sqlite | Store::Postgres) => Duration::from_secs(45),
+                    (Profile::Ci, Store::Sqlite | Store::Postgres | Store::Zookeeper) => {
+                        Duration::from_secs(45)
+                    }
                     (Profile::Long, _) => Duration::from_secs(30 * 60),
                 });
                 positive(base, duration, profile)
@@ -246,6 +250,12 @@ fn store_label(store: Store, negative: bool) -> &'static str {
         (Store::Etcd, false) => "a private 3-member etcd cluster (127.0.0.2 to 127.0.0.4)",
         (Store::Etcd, true) => {
             "a private 3-member etcd cluster, crashed and started on the copies of its data folders"
+        }
+        (Store::Zookeeper, false) => {
+            "a private 3-server ZooKeeper ensemble (127.0.0.2 to 127.0.0.4, forceSync on)"
+        }
+        (Store::Zookeeper, true) => {
+            "a private 3-server ZooKeeper ensemble, crashed and started on the copies of its data folders"
         }
     }
 }

@@ -44,12 +44,20 @@ pub enum Kind {
     EtcdPartition,
     /// etcd: cut every client connection to every member (`ss -K`).
     EtcdDropConnections,
+    /// ZooKeeper: `SIGKILL` the leader, start it again.
+    ZookeeperLeaderKill,
+    /// ZooKeeper: `SIGSTOP` the leader, `SIGCONT` it later.
+    ZookeeperLeaderPause,
+    /// ZooKeeper: drop a server's loopback traffic (or, with no packet filter, `SIGSTOP` it), heal it later.
+    ZookeeperPartition,
+    /// ZooKeeper: cut every client connection to every server (`ss -K`).
+    ZookeeperDropConnections,
 }
 
 impl Kind {
     /// Every kind, in report order.
     #[cfg(test)]
-    pub const ALL: [Kind; 17] = [
+    pub const ALL: [Kind; 21] = [
         Kind::Pause,
         Kind::Kill,
         Kind::ClockAhead,
@@ -67,6 +75,10 @@ impl Kind {
         Kind::EtcdLeaderPause,
         Kind::EtcdPartition,
         Kind::EtcdDropConnections,
+        Kind::ZookeeperLeaderKill,
+        Kind::ZookeeperLeaderPause,
+        Kind::ZookeeperPartition,
+        Kind::ZookeeperDropConnections,
     ];
 
     /// The name used in logs and reports.
@@ -89,6 +101,10 @@ impl Kind {
             Kind::EtcdLeaderPause => "etcd-leader-sigstop",
             Kind::EtcdPartition => "etcd-partition",
             Kind::EtcdDropConnections => "etcd-drop-connections",
+            Kind::ZookeeperLeaderKill => "zookeeper-leader-sigkill",
+            Kind::ZookeeperLeaderPause => "zookeeper-leader-sigstop",
+            Kind::ZookeeperPartition => "zookeeper-partition",
+            Kind::ZookeeperDropConnections => "zookeeper-drop-connections",
         }
     }
 
@@ -217,17 +233,20 @@ impl Nemesis {
             Kind::DropConnections
             | Kind::FileReplace
             | Kind::TerminateBackends
-            | Kind::EtcdDropConnections => (Duration::ZERO, 0),
+            | Kind::EtcdDropConnections
+            | Kind::ZookeeperDropConnections => (Duration::ZERO, 0),
             // How long the server stays down between the crash and the start.
             Kind::PostgresKill => (self.range_ms(0..=1_500), 0),
             // As long as a client pause: a server that hangs past a lease.
             Kind::PostgresPause => (self.range_ms(500..=ttl * 5 / 2), 0),
             // How long the leader stays down between the crash and the start.
-            Kind::EtcdLeaderKill => (self.range_ms(0..=1_500), 0),
+            Kind::EtcdLeaderKill | Kind::ZookeeperLeaderKill => (self.range_ms(0..=1_500), 0),
             // As long as a client pause: a leader that hangs past a lease.
-            Kind::EtcdLeaderPause => (self.range_ms(500..=ttl * 5 / 2), 0),
+            Kind::EtcdLeaderPause | Kind::ZookeeperLeaderPause => {
+                (self.range_ms(500..=ttl * 5 / 2), 0)
+            }
             // How long the member stays cut off.
-            Kind::EtcdPartition => (self.range_ms(1_000..=8_000), 0),
+            Kind::EtcdPartition | Kind::ZookeeperPartition => (self.range_ms(1_000..=8_000), 0),
             // How long the second name lasts.
             Kind::FileLink => (self.range_ms(2_000..=8_000), 0),
         };
@@ -255,9 +274,15 @@ mod tests {
     fn every_kind_belongs_to_a_store() {
         for k in Kind::ALL {
             assert!(
-                [Store::Redis, Store::Sqlite, Store::Postgres, Store::Etcd]
-                    .iter()
-                    .any(|s| s.kinds().contains(&k)),
+                [
+                    Store::Redis,
+                    Store::Sqlite,
+                    Store::Postgres,
+                    Store::Etcd,
+                    Store::Zookeeper,
+                ]
+                .iter()
+                .any(|s| s.kinds().contains(&k)),
                 "{k}"
             );
         }
@@ -277,7 +302,12 @@ mod tests {
             kinds.sort();
             assert_eq!(kinds, Store::Redis.kinds().to_vec());
         }
-        for store in [Store::Sqlite, Store::Postgres, Store::Etcd] {
+        for store in [
+            Store::Sqlite,
+            Store::Postgres,
+            Store::Etcd,
+            Store::Zookeeper,
+        ] {
             let k = store.kinds();
             let mut n = Nemesis::new(11, Duration::from_secs(3), 8, k);
             let faults: Vec<Fault> = (0..k.len() * 6).map(|_| n.next(|_, _| true)).collect();
@@ -320,7 +350,13 @@ mod tests {
             }
         }
         // No worker eligible: a store fault.
-        for store in [Store::Redis, Store::Sqlite, Store::Postgres, Store::Etcd] {
+        for store in [
+            Store::Redis,
+            Store::Sqlite,
+            Store::Postgres,
+            Store::Etcd,
+            Store::Zookeeper,
+        ] {
             let mut n = Nemesis::new(5, Duration::from_secs(3), 8, store.kinds());
             for _ in 0..50 {
                 assert!(!n.next(|_, w| w.is_none()).kind.targets_worker());

@@ -23,6 +23,8 @@ pub enum Store {
     Postgres,
     /// A private 3-member etcd cluster (127.0.0.2 to 127.0.0.4).
     Etcd,
+    /// A private 3-server ZooKeeper ensemble (127.0.0.2 to 127.0.0.4).
+    Zookeeper,
 }
 
 /// Redis' faults: every worker fault, and every server fault.
@@ -76,6 +78,30 @@ const ETCD_NEGATIVE_KINDS: [Kind; 6] = [
     Kind::EtcdDropConnections,
 ];
 
+/// ZooKeeper's faults: every worker fault (the store's time is each worker's own clock, as with etcd: ZooKeeper has
+/// no call that returns the server's time, docs/stores.md; so a shifted clock is exactly the fault of a host whose
+/// clock is off), and the ensemble's: its leader crashed or hung, a server cut off, every client connection cut.
+const ZOOKEEPER_KINDS: [Kind; 8] = [
+    Kind::Pause,
+    Kind::Kill,
+    Kind::ClockAhead,
+    Kind::ClockBehind,
+    Kind::ZookeeperLeaderKill,
+    Kind::ZookeeperLeaderPause,
+    Kind::ZookeeperPartition,
+    Kind::ZookeeperDropConnections,
+];
+
+/// ZooKeeper's negative control: [`ZOOKEEPER_KINDS`] without the clock shifts (for etcd's reason, below).
+const ZOOKEEPER_NEGATIVE_KINDS: [Kind; 6] = [
+    Kind::Pause,
+    Kind::Kill,
+    Kind::ZookeeperLeaderKill,
+    Kind::ZookeeperLeaderPause,
+    Kind::ZookeeperPartition,
+    Kind::ZookeeperDropConnections,
+];
+
 impl Store {
     /// The name in logs, `run.txt` and on the command line.
     pub fn name(self) -> &'static str {
@@ -84,6 +110,7 @@ impl Store {
             Store::Sqlite => "sqlite",
             Store::Postgres => "postgres",
             Store::Etcd => "etcd",
+            Store::Zookeeper => "zookeeper",
         }
     }
 
@@ -94,6 +121,7 @@ impl Store {
             Some("sqlite") => Some(Store::Sqlite),
             Some("postgres") => Some(Store::Postgres),
             Some("etcd") => Some(Store::Etcd),
+            Some("zookeeper") => Some(Store::Zookeeper),
             Some(_) => None,
         }
     }
@@ -105,6 +133,7 @@ impl Store {
             Store::Sqlite => &SQLITE_KINDS,
             Store::Postgres => &POSTGRES_KINDS,
             Store::Etcd => &ETCD_KINDS,
+            Store::Zookeeper => &ZOOKEEPER_KINDS,
         }
     }
 
@@ -119,6 +148,8 @@ impl Store {
             // which fails the round's sanity check (seen once, seed 1796224829833808270); the control is about
             // lost writes.
             (Store::Etcd, true) => &ETCD_NEGATIVE_KINDS,
+            // The same holds on ZooKeeper, whose store time is the worker's clock too.
+            (Store::Zookeeper, true) => &ZOOKEEPER_NEGATIVE_KINDS,
             _ => self.kinds(),
         }
     }

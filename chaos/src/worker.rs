@@ -236,8 +236,16 @@ pub fn run(args: WorkerArgs) -> i32 {
                 }
                 Err(e) => {
                     // Every slot is held (half the workers wait here), the store is down, or (SQLite) the file is
-                    // refused or held off: try again.
-                    *stats.build_errors.entry(e.code()).or_default() += 1;
+                    // refused or held off: try again. The first error of each other code is logged with its text.
+                    let n = stats.build_errors.entry(e.code()).or_default();
+                    *n += 1;
+                    if *n == 1 && e.code() != "EXHAUSTED" {
+                        events.write(
+                            Line::new(wall_ms(), "BUILD_FAILED")
+                                .field("code", e.code())
+                                .reason(&e),
+                        );
+                    }
                     std::thread::sleep(Duration::from_millis(100));
                 }
             }

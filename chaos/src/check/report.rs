@@ -37,14 +37,14 @@ pub fn report(dir: &Path, logs: &RunLogs, a: &Analysis) -> String {
             .faults_failed
             .get(k)
             .map_or(String::new(), |n| format!(" ({n} failed to inject)"));
-        let _ = writeln!(s, "  {k:<18} {v:>6}{failed}");
+        let _ = writeln!(s, "  {k:<26} {v:>6}{failed}");
     }
     for (k, v) in a
         .faults_failed
         .iter()
         .filter(|(k, _)| !a.faults.contains_key(*k))
     {
-        let _ = writeln!(s, "  {k:<18} {:>6} ({v} failed to inject)", 0);
+        let _ = writeln!(s, "  {k:<26} {:>6} ({v} failed to inject)", 0);
     }
     let _ = writeln!(s, "ids");
     let _ = writeln!(s, "  attempted          {:>9}", a.attempted);
@@ -128,7 +128,7 @@ pub fn report(dir: &Path, logs: &RunLogs, a: &Analysis) -> String {
     for (k, v) in a.events.iter().filter(|(k, _)| {
         !matches!(
             k.as_str(),
-            "STATS" | "START" | "BUILT" | "EXIT" | "SHUTDOWN"
+            "STATS" | "START" | "BUILT" | "BUILD_FAILED" | "EXIT" | "SHUTDOWN"
         )
     }) {
         let _ = writeln!(s, "  {k:<22} {v:>9}");

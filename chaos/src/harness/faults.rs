@@ -6,6 +6,7 @@ use crate::logs::{wall_ms, Line};
 use crate::nemesis::{Fault, Kind};
 use crate::postgres_server::PostgresServer;
 use crate::redis_server::{RedisServer, Stop};
+use crate::zookeeper_server::ZookeeperEnsemble;
 use nix::sys::signal::Signal;
 use std::io;
 use std::time::{Duration, Instant};
@@ -176,6 +177,62 @@ impl Run<'_> {
                     .map(|n| {
                         line = line.clone().field("dropped", n);
                     }),
+                Kind::ZookeeperLeaderKill => {
+                    line = line.field("downtime", f.duration.as_millis());
+                    self.zookeeper()
+                        .and_then(|c| {
+                            let m = c.leader()?;
+                            c.stop_member(m, Stop::Kill)?;
+                            Ok(m)
+                        })
+                        .map(|m| {
+                            line = line.clone().field("member", m);
+                            self.heals.push((
+                                Instant::now() + f.duration,
+                                Heal::ZookeeperStart { member: m },
+                            ));
+                        })
+                }
+                Kind::ZookeeperLeaderPause => {
+                    line = line.field("duration", f.duration.as_millis());
+                    self.zookeeper()
+                        .and_then(|c| {
+                            let m = c.leader()?;
+                            c.pause(m, true)?;
+                            Ok(m)
+                        })
+                        .map(|m| {
+                            line = line.clone().field("member", m);
+                            self.heals.push((
+                                Instant::now() + f.duration,
+                                Heal::ZookeeperCont { member: m },
+                            ));
+                        })
+                }
+                Kind::ZookeeperPartition => {
+                    line = line.field("duration", f.duration.as_millis());
+                    // Any server, the leader as often as the others (as for etcd).
+                    let m = self.nemesis.range_ms(0..=2).as_millis() as usize;
+                    self.zookeeper()
+                        .and_then(|c| {
+                            let m = if m == 0 { c.leader().unwrap_or(m) } else { m };
+                            c.partition(m, true)?;
+                            Ok(m)
+                        })
+                        .map(|m| {
+                            line = line.clone().field("member", m);
+                            self.heals.push((
+                                Instant::now() + f.duration,
+                                Heal::ZookeeperUnpartition { member: m },
+                            ));
+                        })
+                }
+                Kind::ZookeeperDropConnections => self
+                    .zookeeper()
+                    .and_then(|c| c.kill_client_connections())
+                    .map(|n| {
+                        line = line.clone().field("dropped", n);
+                    }),
                 Kind::FileReplace => match &self.sqlite {
                     Some(file) => file.replace(),
                     None => Err(io::Error::other("file-replace needs an SQLite run")),
@@ -203,6 +260,13 @@ impl Run<'_> {
         self.etcd
             .as_mut()
             .ok_or_else(|| io::Error::other("an etcd fault in a run on another store"))
+    }
+
+    /// The ZooKeeper ensemble, for a ZooKeeper fault.
+    pub(super) fn zookeeper(&mut self) -> io::Result<&mut ZookeeperEnsemble> {
+        self.zookeeper
+            .as_mut()
+            .ok_or_else(|| io::Error::other("a ZooKeeper fault in a run on another store"))
     }
 
     /// The PostgreSQL server, for a PostgreSQL fault.
@@ -339,6 +403,34 @@ impl Run<'_> {
                     .field("kind", "etcd-unpartition")
                     .field("member", member),
                 self.etcd().and_then(|c| c.partition(member, false)),
+            ),
+            Heal::ZookeeperStart { member } => {
+                let r = self.zookeeper().and_then(|c| c.start_member(member));
+                if r.is_err() {
+                    // Never leave a server down for the rest of the run: try again shortly.
+                    self.heals.push((
+                        Instant::now() + Duration::from_secs(1),
+                        Heal::ZookeeperStart { member },
+                    ));
+                }
+                (
+                    Line::new(now, "HEAL")
+                        .field("kind", "zookeeper-start")
+                        .field("member", member),
+                    r,
+                )
+            }
+            Heal::ZookeeperCont { member } => (
+                Line::new(now, "HEAL")
+                    .field("kind", "zookeeper-sigcont")
+                    .field("member", member),
+                self.zookeeper().and_then(|c| c.pause(member, false)),
+            ),
+            Heal::ZookeeperUnpartition { member } => (
+                Line::new(now, "HEAL")
+                    .field("kind", "zookeeper-unpartition")
+                    .field("member", member),
+                self.zookeeper().and_then(|c| c.partition(member, false)),
             ),
             Heal::PostgresCont => (
                 Line::new(now, "HEAL").field("kind", "postgres-sigcont"),

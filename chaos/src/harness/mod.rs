@@ -10,6 +10,7 @@ use crate::nemesis::{Kind, Nemesis};
 use crate::postgres_server::PostgresServer;
 use crate::redis_server::{RedisServer, Stop};
 use crate::store::{SqliteFile, Store};
+use crate::zookeeper_server::ZookeeperEnsemble;
 use cosid::clock::SystemClock;
 use cosid::lease::Namespace;
 use cosid::store::StoreUrl;
@@ -86,6 +87,12 @@ enum Heal {
     EtcdCont { member: usize },
     /// etcd: end this member's partition.
     EtcdUnpartition { member: usize },
+    /// ZooKeeper: start this server again after a crash's downtime.
+    ZookeeperStart { member: usize },
+    /// ZooKeeper: `SIGCONT` this server.
+    ZookeeperCont { member: usize },
+    /// ZooKeeper: end this server's partition.
+    ZookeeperUnpartition { member: usize },
 }
 
 struct Run<'a> {
@@ -100,6 +107,8 @@ struct Run<'a> {
     postgres: Option<PostgresServer>,
     /// The etcd cluster (etcd runs only).
     etcd: Option<EtcdCluster>,
+    /// The ZooKeeper ensemble (ZooKeeper runs only).
+    zookeeper: Option<ZookeeperEnsemble>,
     /// Workers started through the database's second name (the hard-link fault), by index.
     via_link: Vec<bool>,
     workers: Vec<Worker>,
@@ -140,7 +149,8 @@ pub fn run(s: &Settings) -> io::Result<PathBuf> {
     let namespace = format!("chaos-{}", s.seed);
     let mut info = RunInfo::default();
     info.set("store", s.store.name());
-    let (mut redis, mut sqlite, mut postgres, mut etcd) = (None, None, None, None);
+    let (mut redis, mut sqlite, mut postgres, mut etcd, mut zookeeper) =
+        (None, None, None, None, None);
     let url = match s.store {
         Store::Redis => {
             let fsync = if s.negative { "everysec" } else { "always" };
@@ -169,6 +179,18 @@ pub fn run(s: &Settings) -> io::Result<PathBuf> {
             );
             etcd.insert(cluster).url()
         }
+        Store::Zookeeper => {
+            let mut ensemble = ZookeeperEnsemble::new(&s.dir.join("zookeeper"))?;
+            ensemble.start()?;
+            info.set(
+                "partition",
+                match ensemble.partition_method() {
+                    PartitionMethod::Nft(_) => "nftables",
+                    PartitionMethod::Sigstop => "sigstop",
+                },
+            );
+            zookeeper.insert(ensemble).url()
+        }
     };
     info.set("seed", s.seed);
     info.set("negative", s.negative);
@@ -190,6 +212,7 @@ pub fn run(s: &Settings) -> io::Result<PathBuf> {
         sqlite,
         postgres,
         etcd,
+        zookeeper,
         via_link: vec![false; s.workers],
         workers: Vec::new(),
         nemesis: Nemesis::new(s.seed, s.ttl, s.workers, s.store.run_kinds(s.negative)),
@@ -226,6 +249,11 @@ pub fn run(s: &Settings) -> io::Result<PathBuf> {
             eprintln!("cosid-chaos: cannot remove the etcd data folders: {e}");
         }
         let _ = std::fs::remove_dir_all(s.dir.join("snapshot"));
+    }
+    if let Some(ensemble) = run.zookeeper.as_mut() {
+        // The data folders stay (a few MB: snapshots and transaction logs, preallocated 4 MB a server).
+        ensemble.heal_partition();
+        ensemble.stop(Stop::Term);
     }
     info.set("measure_to", measure_to);
     info.set("interrupted", interrupted());
@@ -298,6 +326,9 @@ impl Run<'_> {
 
     /// The store URL the workers use (the database's first name, for SQLite).
     fn url(&self) -> String {
+        if let Some(ensemble) = &self.zookeeper {
+            return ensemble.url();
+        }
         match (&self.redis, &self.sqlite, &self.postgres, &self.etcd) {
             (Some(redis), _, _, _) => redis.url(),
             (_, Some(file), _, _) => file.url(),
@@ -419,6 +450,10 @@ impl Run<'_> {
                     .etcd
                     .as_ref()
                     .is_some_and(|c| (0..c.len()).all(|m| c.healthy(m)));
+                let ensemble_whole = self
+                    .zookeeper
+                    .as_ref()
+                    .is_some_and(|c| (0..c.len()).all(|m| c.healthy(m)));
                 let fault = self.nemesis.next(|kind, w| match (kind, w) {
                     (Kind::Pause, Some(w)) => !workers[w].stopped,
                     (Kind::ClockAhead | Kind::ClockBehind, Some(w)) => !workers[w].shifted,
@@ -430,6 +465,12 @@ impl Run<'_> {
                     (Kind::EtcdLeaderKill | Kind::EtcdLeaderPause | Kind::EtcdPartition, _) => {
                         cluster_whole
                     }
+                    (
+                        Kind::ZookeeperLeaderKill
+                        | Kind::ZookeeperLeaderPause
+                        | Kind::ZookeeperPartition,
+                        _,
+                    ) => ensemble_whole,
                     _ => true,
                 });
                 self.inject(fault);

@@ -84,17 +84,21 @@ impl Run<'_> {
     /// Copies the store's data; whether there is a copy to put back.
     fn snapshot(&mut self) -> bool {
         let to = self.s.dir.join("snapshot");
-        let r = match (
-            &self.redis,
-            &self.sqlite,
-            self.postgres.as_mut(),
-            self.etcd.as_mut(),
-        ) {
-            (Some(redis), _, _, _) => redis.snapshot(&to),
-            (_, Some(file), _, _) => file.snapshot(&to),
-            (_, _, Some(pg), _) => pg.snapshot(&to),
-            (_, _, _, Some(cluster)) => cluster.snapshot(&to),
-            (None, None, None, None) => Err(io::Error::other("no store")),
+        let r = if let Some(ensemble) = self.zookeeper.as_mut() {
+            ensemble.snapshot(&to)
+        } else {
+            match (
+                &self.redis,
+                &self.sqlite,
+                self.postgres.as_mut(),
+                self.etcd.as_mut(),
+            ) {
+                (Some(redis), _, _, _) => redis.snapshot(&to),
+                (_, Some(file), _, _) => file.snapshot(&to),
+                (_, _, Some(pg), _) => pg.snapshot(&to),
+                (_, _, _, Some(cluster)) => cluster.snapshot(&to),
+                (None, None, None, None) => Err(io::Error::other("no store")),
+            }
         };
         match r {
             Ok(()) => {
@@ -188,6 +192,31 @@ impl Run<'_> {
                 self.note(Line::new(wall_ms(), "RESTART_FAILED").reason(&e));
                 std::thread::sleep(Duration::from_secs(1));
                 self.etcd()?.start()
+            });
+        }
+        if self.zookeeper.is_some() {
+            // Every server crashed at once, and the ensemble started again on the older copies of all three data
+            // folders (snapshots, transaction logs, epochs and myid: old disk images or VM snapshots restored):
+            // every write since the copy is gone. A pending start, resume or partition heal is done here instead.
+            self.heals.retain(|(_, h)| {
+                !matches!(
+                    h,
+                    Heal::ZookeeperStart { .. }
+                        | Heal::ZookeeperCont { .. }
+                        | Heal::ZookeeperUnpartition { .. }
+                )
+            });
+            let ensemble = self.zookeeper()?;
+            ensemble.heal_partition();
+            ensemble.stop(Stop::Kill);
+            match self.zookeeper()?.restore(&from) {
+                Ok(()) => self.note(Line::new(wall_ms(), "RESTORE").field("age", age.as_millis())),
+                Err(e) => self.note(Line::new(wall_ms(), "RESTORE_FAILED").reason(&e)),
+            }
+            return self.zookeeper()?.start().or_else(|e| {
+                self.note(Line::new(wall_ms(), "RESTART_FAILED").reason(&e));
+                std::thread::sleep(Duration::from_secs(1));
+                self.zookeeper()?.start()
             });
         }
         if self.postgres.is_some() {
