@@ -6,7 +6,9 @@
 //!   `Runtime::next_id`, `Runtime::fill`, ferroid's `AtomicSnowflakeGenerator` and `Uuid::now_v7()`; the bursts of
 //!   all contenders are interleaved round by round, so they share the machine's state, and the ratios are taken
 //!   within the run;
-//! - sustained: ids/s of back-to-back calls on k threads, for k runtimes (one slot each) and for UUIDv7;
+//! - sustained: ids/s of one runtime with `slots = k` on one thread (`next_id`, and `fill` in batches of 4,096),
+//!   against k × the layout's cap and UUIDv7 on the same thread; and of back-to-back calls on k threads, for k
+//!   runtimes (one slot each) and for UUIDv7;
 //! - the clock: what the cached clock costs when nothing is issued (its ticker parks).
 
 use cosid::clock::{ticker_state, Clock, SystemClock, TickerState};
@@ -87,6 +89,52 @@ fn main() {
         "clock reads: cached {:.2} ns, SystemClock::now_ms {:.2} ns, SystemTime::now {:.2} ns",
         clock.0, clock.1, clock.2
     );
+
+    println!();
+    println!(
+        "Sustained, one runtime with slots = k, one thread, back-to-back for {:.1} s (cap {cap:.0} ids/s per slot)",
+        sustain.as_secs_f64()
+    );
+    println!(
+        "{:4} {:>16} {:>9} {:>16} {:>9} {:>16} {:>12}",
+        "k", "next_id ids/s", "÷ k×cap", "fill ids/s", "÷ k×cap", "UUIDv7 ids/s", "next÷UUIDv7"
+    );
+    let v7 = threads(1, sustain, |_| {
+        || {
+            black_box(uuid::Uuid::now_v7());
+        }
+    });
+    for k in [1u32, 2, 4, 8] {
+        let rt = Runtime::builder()
+            .store("memory:")
+            .namespace(format!("bench-slots-{k}"))
+            .slots(k)
+            .build()
+            .expect("a runtime");
+        let next = threads(1, sustain, |_| {
+            let rt = &rt;
+            move || {
+                black_box(rt.next_id().unwrap());
+            }
+        });
+        let mut batch = vec![Id::from_u64(0); 4_096];
+        let start = Instant::now();
+        let mut filled = 0u64;
+        while start.elapsed() < sustain {
+            rt.fill(&mut batch).unwrap();
+            black_box(&batch);
+            filled += batch.len() as u64;
+        }
+        let fill = filled as f64 / start.elapsed().as_secs_f64();
+        let kcap = f64::from(k) * cap;
+        println!(
+            "{k:<4} {next:16.0} {:9.2} {fill:16.0} {:9.2} {v7:16.0} {:12.2}",
+            next / kcap,
+            fill / kcap,
+            next / v7
+        );
+        rt.shutdown();
+    }
 
     println!();
     println!(

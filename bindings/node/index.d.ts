@@ -217,6 +217,11 @@ export interface Options {
   /** A slot to take if it is free, or `'ordinal'` for a StatefulSet's ordinal (`COSID_PREFERRED_SLOT`). */
   preferredSlot?: number | 'ordinal'
   /**
+   * How many slots to lease, 1 to 64 (`COSID_SLOTS`; default 1): each issues up to 4,096,000 ids/s
+   * (`'millis'`), and ids come from the next slot while one's millisecond is spent.
+   */
+  slots?: number
+  /**
    * How long the start retries an exhausted namespace or unreachable store (`COSID_ACQUIRE_TIMEOUT`;
    * default: the ttl).
    */

@@ -13,6 +13,7 @@ use crate::static_slot::StaticKeeper;
 use crate::store::{self, LeaseStore, StoreUrl};
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -38,12 +39,15 @@ use tokio::sync::watch;
 /// ```
 ///
 /// With [`slots`](Builder::slots) above 1 it leases that many slots, each with its own window and generator (a
-/// *lane*), all renewed by the one keeper thread: an id comes from the first lane whose current tick still has a
-/// sequence number, so one thread's ids stay increasing while the slots' capacity adds up.
+/// *lane*), all renewed by the one keeper thread: an id comes from the lane that issued the last one while its
+/// tick has sequence numbers left, then from the next lane, so the slots' capacity adds up. Ids stay unique and
+/// ordered by tick; within one tick, ids of two slots are not in call order.
 #[derive(Debug)]
 pub struct Runtime {
-    /// One per leased slot; never empty. The first lane is the one `status` reports.
+    /// One per leased slot, in slot order; never empty. The first lane is the one `status` reports.
     lanes: Box<[Arc<Shared>]>,
+    /// The lane the last id came from: where the next call starts (always 0 with one lane).
+    current: AtomicUsize,
     keeper: Mutex<Option<KeeperThread>>,
 }
 
@@ -76,28 +80,39 @@ impl Runtime {
     /// behind the window's floor or past its ceiling, or when the clock stepped back a little.
     #[inline]
     pub fn next_id(&self) -> Result<Id, Error> {
-        match self.lanes[0].generator.try_next_id() {
+        let current = self.current.load(Ordering::Relaxed);
+        match self.lanes[current].generator.try_next_id() {
             Some(id) => Ok(id),
-            None => self.next_id_slow(),
+            None => self.next_id_slow(current),
         }
     }
 
-    /// The other lanes' fast paths, then a wait on the first lane that still holds its lease (a lane that lost
-    /// its lease is reacquiring: its error is returned only when every lane has one).
+    /// The other lanes' fast paths, in turn after `current`; then a wait on the first lane that still holds its
+    /// lease (a lane that lost its lease is reacquiring: its error is returned only when every lane has one).
     #[cold]
-    fn next_id_slow(&self) -> Result<Id, Error> {
-        if let Some(id) = self.lanes[1..]
-            .iter()
-            .find_map(|lane| lane.generator.try_next_id())
-        {
+    fn next_id_slow(&self, current: usize) -> Result<Id, Error> {
+        if let Some(id) = self.try_other_lanes(current) {
             return Ok(id);
         }
-        let lane = self
+        let (i, lane) = self
             .lanes
             .iter()
-            .find(|lane| !lane.generator.is_closed())
-            .unwrap_or(&self.lanes[0]);
-        lane.generator.next_id()
+            .enumerate()
+            .find(|(_, lane)| !lane.generator.is_closed())
+            .unwrap_or((0, &self.lanes[0]));
+        let id = lane.generator.next_id()?;
+        self.current.store(i, Ordering::Relaxed);
+        Ok(id)
+    }
+
+    /// An id from the first lane after `current` (in turn) that has one without a wait; it becomes current.
+    fn try_other_lanes(&self, current: usize) -> Option<Id> {
+        let k = self.lanes.len();
+        (1..k).map(|d| (current + d) % k).find_map(|i| {
+            let id = self.lanes[i].generator.try_next_id()?;
+            self.current.store(i, Ordering::Relaxed);
+            Some(id)
+        })
     }
 
     /// Issues one id if that needs neither a wait nor an error; `None` means "call
@@ -115,11 +130,10 @@ impl Runtime {
     /// ```
     #[inline]
     pub fn try_next_id(&self) -> Option<Id> {
-        match self.lanes[0].generator.try_next_id() {
+        let current = self.current.load(Ordering::Relaxed);
+        match self.lanes[current].generator.try_next_id() {
             Some(id) => Some(id),
-            None => self.lanes[1..]
-                .iter()
-                .find_map(|lane| lane.generator.try_next_id()),
+            None => self.try_other_lanes(current),
         }
     }
 
@@ -134,7 +148,7 @@ impl Runtime {
                 i += lane.generator.try_fill(&mut out[i..]);
             }
             if i < out.len() {
-                out[i] = self.next_id_slow()?;
+                out[i] = self.next_id_slow(self.current.load(Ordering::Relaxed))?;
                 i += 1;
             }
         }
@@ -558,8 +572,7 @@ impl Builder {
                     }
                 }
             }
-            // In slot order: a thread that moves on to the next lane when a tick's sequence is spent then issues
-            // increasing ids (until a lane that lost its lease acquires another slot).
+            // In slot order, so that `status` (the first lane) and `statuses` read the same on every start.
             lanes.sort_by_key(|(_, shared)| shared.current_lease().slot);
             let shared = lanes.iter().map(|(_, shared)| shared.clone()).collect();
             let task = Box::pin(run_lanes(lanes, stopped));
@@ -571,6 +584,7 @@ impl Builder {
             .map_err(runtime_error)?;
         Ok(Runtime {
             lanes: lanes.into_boxed_slice(),
+            current: AtomicUsize::new(0),
             keeper: Mutex::new(Some(KeeperThread { stop, thread })),
         })
     }

@@ -300,6 +300,9 @@ pub struct Options {
     /// A slot to take if it is free, or `'ordinal'` for a StatefulSet's ordinal (`COSID_PREFERRED_SLOT`).
     #[napi(ts_type = "number | 'ordinal'")]
     pub preferred_slot: Option<String>,
+    /// How many slots to lease, 1 to 64 (`COSID_SLOTS`; default 1): each issues up to 4,096,000 ids/s
+    /// (`'millis'`), and ids come from the next slot while one's millisecond is spent.
+    pub slots: Option<u32>,
     /// How long the start retries an exhausted namespace or unreachable store (`COSID_ACQUIRE_TIMEOUT`;
     /// default: the ttl).
     #[napi(ts_type = "number | string")]

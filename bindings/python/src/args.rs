@@ -130,6 +130,7 @@ pub(crate) struct Settings<'py> {
     pub bits: Option<Bound<'py, PyAny>>,
     pub owner_key: Option<Bound<'py, PyAny>>,
     pub preferred_slot: Option<Bound<'py, PyAny>>,
+    pub slots: Option<Bound<'py, PyAny>>,
     pub acquire_timeout: Option<Bound<'py, PyAny>>,
     pub max_wait: Option<Bound<'py, PyAny>>,
     pub backwards_wait: Option<Bound<'py, PyAny>>,
@@ -179,6 +180,7 @@ impl Settings<'_> {
                 &self.preferred_slot,
                 "a slot below 2^bits, or \"ordinal\"",
             ),
+            ("slots", &self.slots, "1 to 64"),
         ] {
             if let Some(v) = v {
                 match v.cast::<PyString>() {

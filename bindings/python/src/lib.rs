@@ -150,7 +150,7 @@ fn next_ids_array<'py>(py: Python<'py>, n: &Bound<'py, PyAny>) -> PyResult<Bound
 
 /// Sets the process-wide runtime's settings (see ``cosid.configure``).
 #[pyfunction]
-#[pyo3(signature = (*, store = None, namespace = None, layout = None, ttl = None, tolerance = None, bits = None, owner_key = None, preferred_slot = None, acquire_timeout = None, max_wait = None, backwards_wait = None, on_fork = None))]
+#[pyo3(signature = (*, store = None, namespace = None, layout = None, ttl = None, tolerance = None, bits = None, owner_key = None, preferred_slot = None, slots = None, acquire_timeout = None, max_wait = None, backwards_wait = None, on_fork = None))]
 #[allow(clippy::too_many_arguments)]
 fn configure<'py>(
     py: Python<'py>,
@@ -162,6 +162,7 @@ fn configure<'py>(
     bits: Option<Bound<'py, PyAny>>,
     owner_key: Option<Bound<'py, PyAny>>,
     preferred_slot: Option<Bound<'py, PyAny>>,
+    slots: Option<Bound<'py, PyAny>>,
     acquire_timeout: Option<Bound<'py, PyAny>>,
     max_wait: Option<Bound<'py, PyAny>>,
     backwards_wait: Option<Bound<'py, PyAny>>,
@@ -177,6 +178,7 @@ fn configure<'py>(
             bits,
             owner_key,
             preferred_slot,
+            slots,
             acquire_timeout,
             max_wait,
             backwards_wait,

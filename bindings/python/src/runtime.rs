@@ -24,7 +24,7 @@ pub(crate) struct PyRuntime {
 #[pymethods]
 impl PyRuntime {
     #[new]
-    #[pyo3(signature = (*, store = None, namespace = None, layout = None, ttl = None, tolerance = None, bits = None, owner_key = None, preferred_slot = None, acquire_timeout = None, max_wait = None, backwards_wait = None, on_fork = None))]
+    #[pyo3(signature = (*, store = None, namespace = None, layout = None, ttl = None, tolerance = None, bits = None, owner_key = None, preferred_slot = None, slots = None, acquire_timeout = None, max_wait = None, backwards_wait = None, on_fork = None))]
     #[allow(clippy::too_many_arguments)]
     fn new<'py>(
         py: Python<'py>,
@@ -36,6 +36,7 @@ impl PyRuntime {
         bits: Option<Bound<'py, PyAny>>,
         owner_key: Option<Bound<'py, PyAny>>,
         preferred_slot: Option<Bound<'py, PyAny>>,
+        slots: Option<Bound<'py, PyAny>>,
         acquire_timeout: Option<Bound<'py, PyAny>>,
         max_wait: Option<Bound<'py, PyAny>>,
         backwards_wait: Option<Bound<'py, PyAny>>,
@@ -51,6 +52,7 @@ impl PyRuntime {
                 bits,
                 owner_key,
                 preferred_slot,
+                slots,
                 acquire_timeout,
                 max_wait,
                 backwards_wait,

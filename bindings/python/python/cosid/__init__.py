@@ -123,6 +123,7 @@ def configure(
     bits: Optional[int] = None,
     owner_key: Optional[str] = None,
     preferred_slot: Optional[Union[int, str]] = None,
+    slots: Optional[int] = None,
     acquire_timeout: Optional[Duration] = None,
     max_wait: Optional[Duration] = None,
     backwards_wait: Optional[Duration] = None,
@@ -149,6 +150,9 @@ def configure(
         (5 for ``"js-safe"``).
     :param owner_key: the owner key; default ``"host:pid"``.
     :param preferred_slot: a slot to take if it is free, or ``"ordinal"`` for a StatefulSet's ordinal.
+    :param slots: how many slots to lease, 1 (default) to 64: each issues up to 4,096,000 ids/s (``"millis"``),
+        and ids come from the next slot while one's millisecond is spent. Ids stay unique and ordered by
+        timestamp; within one millisecond, ids of two slots are not in call order.
     :param acquire_timeout: how long start-up retries an exhausted namespace or an unreachable store; default the
         ttl.
     :param max_wait: how long an id call waits for a renewal or for the clock to pass the window's floor;
@@ -166,6 +170,7 @@ def configure(
         bits=bits,
         owner_key=owner_key,
         preferred_slot=preferred_slot,
+        slots=slots,
         acquire_timeout=acquire_timeout,
         max_wait=max_wait,
         backwards_wait=backwards_wait,
