@@ -629,6 +629,7 @@ cosid_result cosid_config_from_env(struct cosid_config **out);
  *   the layout's slot bits if fewer);
  * - `owner_key`: the owner key (default `host:pid`);
  * - `preferred_slot`: a slot to take if it is free, or `ordinal`;
+ * - `slots`: how many slots to lease, 1 (default) to 64: ids come from the next slot while one's tick is spent;
  * - `on_fork`: `reacquire` (a forked child takes a slot of its own on first use) or `error` (its calls fail
  *   with `COSID_RESULT_FORKED` until it re-initializes). On `memory:`, `manual:` and `static:` without a state
  *   file a child always gets `COSID_RESULT_FORKED`: it has no slot of its own to take.
