@@ -142,12 +142,14 @@ impl ZookeeperEnsemble {
             });
         }
         // Only the loggers named here say more than warnings: the servers' state changes (LOOKING, LEADING,
-        // FOLLOWING) and elections, which is what a reader of a run's logs wants from them.
+        // FOLLOWING), elections, and sessions established or refused (a client that has seen a newer zxid than
+        // the server's, after the negative control's restore), which is what a reader of a run's logs wants.
         fs::write(
             dir.join("log4j.properties"),
             "log4j.rootLogger=WARN, CONSOLE\n\
              log4j.logger.org.apache.zookeeper.server.quorum.QuorumPeer=INFO\n\
              log4j.logger.org.apache.zookeeper.server.quorum.FastLeaderElection=INFO\n\
+             log4j.logger.org.apache.zookeeper.server.ZooKeeperServer=INFO\n\
              log4j.appender.CONSOLE=org.apache.log4j.ConsoleAppender\n\
              log4j.appender.CONSOLE.layout=org.apache.log4j.PatternLayout\n\
              log4j.appender.CONSOLE.layout.ConversionPattern=%d{ISO8601} %-5p %c{1}: %m%n\n",
