@@ -418,6 +418,19 @@ impl OwnZookeeper {
     }
 }
 
+impl OwnZookeeper {
+    /// Stops (`SIGSTOP`) or resumes (`SIGCONT`) the server: a hung server, which still accepts connections.
+    fn pause(&self, stopped: bool) {
+        let pid = self.child.as_ref().expect("running").id().to_string();
+        let signal = if stopped { "-STOP" } else { "-CONT" };
+        assert!(Command::new("kill")
+            .args([signal, &pid])
+            .status()
+            .unwrap()
+            .success());
+    }
+}
+
 impl Drop for OwnZookeeper {
     fn drop(&mut self) {
         self.kill();
@@ -462,6 +475,28 @@ async fn digest_credentials_come_from_the_url_and_guard_the_znodes() {
             assert!(!err.to_string().contains("wrong-pw"), "{err}");
         }
     }
+    drop(server);
+}
+
+/// A server that hangs mid-session: the client fails the request in flight with its own "no response from
+/// connection" error, which is an outage to retry (another server of the ensemble may answer), not a store error
+/// that ends a start at once. Found by the chaos harness's ZooKeeper partition.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_hung_server_is_unavailable_and_retried() {
+    let test = "a_hung_server_is_unavailable_and_retried";
+    let Some(server) = tokio::task::block_in_place(|| OwnZookeeper::start(test)) else {
+        return;
+    };
+    let clock: Arc<dyn Clock> = Arc::new(ManualClock::new(T0));
+    let ns = fresh("hung");
+    let store = cosid::store::open(&StoreUrl::parse(&server.url()).unwrap(), clock)
+        .await
+        .unwrap();
+    store.acquire(&ns, &CONFIG, &request("a")).await.unwrap();
+    server.pause(true);
+    let err = store.inspect(&ns).await.unwrap_err();
+    server.pause(false);
+    assert!(err.is_retryable(), "an outage, to retry: {err:?}");
     drop(server);
 }
 

@@ -84,8 +84,25 @@ fn zk_err(e: ZkError) -> StoreError {
             | E::ClientClosed
             | E::Throttled
             | E::NotReadOnly
-    );
+    ) || connection_failure(&e);
     common::client_error(KIND, e, retryable)
+}
+
+/// The client's own errors for a connection that failed under a request: "no response from connection in N ms"
+/// from a hung or cut-off server, and the socket's I/O errors. It reports them as `Custom`, not as
+/// `ConnectionLoss`; they are outages (another server of the ensemble may answer), to retry like one.
+fn connection_failure(e: &ZkError) -> bool {
+    if !matches!(e, ZkError::Custom(_)) {
+        return false;
+    }
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(s) = source {
+        if s.is::<std::io::Error>() {
+            return true;
+        }
+        source = s.source();
+    }
+    e.to_string().starts_with("no response from connection")
 }
 
 fn corrupt(namespace: &Namespace, what: &str, detail: impl Into<String>) -> StoreError {
