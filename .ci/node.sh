@@ -9,10 +9,10 @@
 #   3. the tests (node --test), the store tests against real servers, and one quick run of the benchmark harness
 #      (figures only), against the prebuilt addon of dist/'s platform package (scripts/dist.sh) when there is one,
 #      else against the build of step 2. .ci/artefacts.sh installs the npm tarballs into fresh projects.
-# The addon is built with every store. Each of Redis, PostgreSQL, MariaDB, etcd, ZooKeeper and MongoDB (FerretDB) whose COSID_TEST_*_URL is
-# not set yet is started with .ci/services/ (scripts/test-all.sh has started them all and exported their URLs, which
-# reach this script through the environment); COSID_NODE_NO_SERVERS=1 starts none (the tests of a store without
-# its URL then report themselves skipped).
+# The addon is built with every store. Each of Redis, PostgreSQL, MariaDB, etcd, ZooKeeper, MongoDB (FerretDB) and
+# `cosid serve` whose COSID_TEST_*_URL is not set yet is started with .ci/services/ (scripts/test-all.sh has
+# started them all and exported their URLs, which reach this script through the environment);
+# COSID_NODE_NO_SERVERS=1 starts none (the tests of a store without its URL then report themselves skipped).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -41,6 +41,8 @@ if [ "${COSID_NODE_NO_SERVERS:-0}" != "1" ]; then
   [ -n "${COSID_TEST_MYSQL_URL:-}" ] || eval "$(bash "$root/.ci/services/mariadb.sh")"
   [ -n "${COSID_TEST_ZOOKEEPER_URL:-}" ] || eval "$(bash "$root/.ci/services/zookeeper.sh")"
   [ -n "${COSID_TEST_MONGODB_URL:-}" ] || eval "$(bash "$root/.ci/services/ferretdb.sh")"
+  # `cosid serve` in front of an SQLite file: the store tests run through it too (the `http://` store).
+  [ -n "${COSID_TEST_HTTP_URL:-}" ] || eval "$(bash "$root/.ci/services/serve.sh")"
 fi
 
 step "node: format and lints of the addon crate"

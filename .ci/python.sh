@@ -9,8 +9,9 @@
 #
 # Needs Python 3.9+ with venv; pip fetches pytest and the benchmark peers (and maturin for a source build) from PyPI.
 # The package is built with every store, and its store tests run against real servers: each of Redis, PostgreSQL,
-# MariaDB, etcd, ZooKeeper and MongoDB (FerretDB) whose COSID_TEST_*_URL is not set yet is started with .ci/services/
-# (scripts/test-all.sh has started them all and exported their URLs, which reach this script through the environment).
+# MariaDB, etcd, ZooKeeper, MongoDB (FerretDB) and `cosid serve` whose COSID_TEST_*_URL is not set yet is started
+# with .ci/services/ (scripts/test-all.sh has started them all and exported their URLs, which reach this script
+# through the environment).
 # COSID_PYTHON_NO_SERVERS=1 starts none (the tests of a store without its URL then report themselves skipped).
 # Settings (environment): PYTHON (default python3), COSID_PY_VENV (default: a new temporary folder).
 set -euo pipefail
@@ -27,6 +28,8 @@ if [ "${COSID_PYTHON_NO_SERVERS:-0}" != "1" ]; then
     [ -n "${COSID_TEST_MYSQL_URL:-}" ] || eval "$(bash "$root/.ci/services/mariadb.sh")"
     [ -n "${COSID_TEST_ZOOKEEPER_URL:-}" ] || eval "$(bash "$root/.ci/services/zookeeper.sh")"
     [ -n "${COSID_TEST_MONGODB_URL:-}" ] || eval "$(bash "$root/.ci/services/ferretdb.sh")"
+    # `cosid serve` in front of an SQLite file: the store tests run through it too (the `http://` store).
+    [ -n "${COSID_TEST_HTTP_URL:-}" ] || eval "$(bash "$root/.ci/services/serve.sh")"
 fi
 venv="${COSID_PY_VENV:-$(mktemp -d "${TMPDIR:-/tmp}/cosid-py.XXXXXX")/venv}"
 

@@ -58,6 +58,10 @@ step "dist: one release build (C library, Python module, Node addon, CLI) packag
 # The C, Python and Node steps below use this build (cargo finds it fresh) and test the artefacts it made.
 bash scripts/dist.sh
 
+# `cosid serve` from that build, in front of an SQLite file: the C, Python and Node store tests run through it
+# with the `http://` store, as they run on each store server above.
+eval "$(bash .ci/services/serve.sh)"
+
 step "version: one version number and one MSRV across Cargo, PyPI, npm, the header and the CLI"
 bash scripts/check-version.sh
 # The crates as crates.io would take them (--no-verify: the build above is the verification of the sources).

@@ -1,6 +1,6 @@
 /* libcosid on every network store, against the real servers in COSID_TEST_{REDIS,POSTGRES,MYSQL,ETCD,ZOOKEEPER,
- * MONGODB}_URL (scripts/test-all.sh starts them and sets the variables; a store whose variable is unset is skipped,
- * saying so): two runtimes on one namespace take two slots and never share an id, and after a shutdown the next
+ * MONGODB}_URL, and through the `cosid serve` of COSID_TEST_HTTP_URL with the `http://` store (scripts/test-all.sh
+ * starts them and sets the variables; a store whose variable is unset is skipped, saying so): two runtimes on one namespace take two slots and never share an id, and after a shutdown the next
  * holder of the released slot starts past the last id. */
 #include "test_util.h"
 
@@ -10,6 +10,7 @@ static const char *const STORES[][2] = {
     {"redis", "COSID_TEST_REDIS_URL"},         {"postgres", "COSID_TEST_POSTGRES_URL"},
     {"mysql", "COSID_TEST_MYSQL_URL"},         {"etcd", "COSID_TEST_ETCD_URL"},
     {"zookeeper", "COSID_TEST_ZOOKEEPER_URL"}, {"mongodb", "COSID_TEST_MONGODB_URL"},
+    {"http", "COSID_TEST_HTTP_URL"},
 };
 
 static cosid_runtime *start(const char *url, const char *ns) {

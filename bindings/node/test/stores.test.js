@@ -1,7 +1,8 @@
 'use strict'
 // The addon on every network store, against real servers: COSID_TEST_{REDIS,POSTGRES,MYSQL,ETCD,ZOOKEEPER,MONGODB}_URL point at
-// them (.ci/node.sh starts each one that is not set, with the scripts of .ci/services/). A store whose variable
-// is unset is skipped, saying so.
+// them, and COSID_TEST_HTTP_URL at a `cosid serve` (the lease proxy), which every case also runs through with the
+// `http://` store (.ci/node.sh starts each one that is not set, with the scripts of .ci/services/). A store whose
+// variable is unset is skipped, saying so.
 
 const test = require('node:test')
 const assert = require('node:assert/strict')
@@ -16,6 +17,7 @@ const STORES = [
   ['etcd', 'COSID_TEST_ETCD_URL'],
   ['zookeeper', 'COSID_TEST_ZOOKEEPER_URL'],
   ['mongodb', 'COSID_TEST_MONGODB_URL'],
+  ['http', 'COSID_TEST_HTTP_URL'],
 ]
 
 const namespace = () => `node-${randomUUID().slice(0, 12)}`

@@ -1,7 +1,8 @@
 """The package on every network store, against real servers.
 
-COSID_TEST_{REDIS,POSTGRES,MYSQL,ETCD,ZOOKEEPER,MONGODB}_URL point at them (.ci/python.sh starts each one that is not set, with the
-scripts of .ci/services/). A store whose variable is unset is skipped, saying so.
+COSID_TEST_{REDIS,POSTGRES,MYSQL,ETCD,ZOOKEEPER,MONGODB}_URL point at them, and COSID_TEST_HTTP_URL at a
+`cosid serve` (the lease proxy), which every case also runs through with the `http://` store (.ci/python.sh starts
+each one that is not set, with the scripts of .ci/services/). A store whose variable is unset is skipped, saying so.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ STORES = [
     ("etcd", "COSID_TEST_ETCD_URL"),
     ("zookeeper", "COSID_TEST_ZOOKEEPER_URL"),
     ("mongodb", "COSID_TEST_MONGODB_URL"),
+    ("http", "COSID_TEST_HTTP_URL"),
 ]
 
 
@@ -90,6 +92,7 @@ def test_exhausted(store: tuple) -> None:
         "etcd://127.0.0.1:1",
         "zookeeper://127.0.0.1:1",
         "mongodb://127.0.0.1:1/ids?serverSelectionTimeoutMS=100",
+        "http://127.0.0.1:1",
     ],
 )
 def test_unreachable_store_is_store_unavailable(url: str) -> None:
