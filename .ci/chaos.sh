@@ -7,10 +7,10 @@
 #     bash .ci/chaos.sh
 #
 # 1. the harness's unit tests (the checker's planted-fault self-test among them);
-# 2. `cosid-chaos run --profile ci`: 2 minutes, 4 workers on 2 slots, Redis with appendfsync always, a fault every
+# 2. `cosid-chaos run --profile ci`: 90 s, 4 workers on 2 slots, Redis with appendfsync always, a fault every
 #    2 to 6 s; fails on any duplicate, any id outside a window granted to its holder, any overlapping windows, any
 #    store-regression alarm, or a failed sanity check of the checker;
-# 3. `cosid-chaos run --profile ci --negative`: 5 rounds of 30 s with appendfsync everysec and an older copy of
+# 3. `cosid-chaos run --profile ci --negative`: 4 rounds of 30 s with appendfsync everysec and an older copy of
 #    Redis' data restored while the workers run; fails unless at least one round is caught (duplicates or the
 #    store-regression alarm), and prints the detection rate;
 # 4. `cosid-chaos run --store sqlite --profile ci`: 45 s, 8 workers on 4 slots of one SQLite file, SIGKILL and

@@ -3,7 +3,7 @@
 #
 #   1. the stable smoke run: every fuzz target's body over its committed corpus plus seeded random inputs
 #      (`cargo test` in fuzz/; prints its seed, COSID_FUZZ_SEED replays it);
-#   2. libFuzzer (cargo-fuzz, nightly Rust, AddressSanitizer): each target for COSID_FUZZ_SECONDS (default 20) from
+#   2. libFuzzer (cargo-fuzz, nightly Rust, AddressSanitizer): each target for COSID_FUZZ_SECONDS (default 12) from
 #      its committed corpus; new inputs go to fuzz/found/<target>/ (not committed), a crash to fuzz/artifacts/;
 #   3. tests/c/fuzz_api.c: random call sequences on the C API, built with -fsanitize=address,undefined.
 #
@@ -18,7 +18,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-seconds="${1:-${COSID_FUZZ_SECONDS:-20}}"
+seconds="${1:-${COSID_FUZZ_SECONDS:-12}}"
 step() { printf '\n==== %s\n' "$*"; }
 passed=0
 failed=0

@@ -1,8 +1,8 @@
 //! `cosid-chaos`: the chaos harness of cosid.
 //!
 //! ```text
-//! cosid-chaos run --profile ci              # about 3 minutes of faults against a real Redis, then the checker
-//! cosid-chaos run --profile ci --negative   # the negative control: 5 rounds that must be caught
+//! cosid-chaos run --profile ci              # 90 s of faults against a real Redis, then the checker
+//! cosid-chaos run --profile ci --negative   # the negative control: 4 rounds that must be caught
 //! cosid-chaos run --store sqlite --profile ci [--negative]   # 8 processes on one SQLite file
 //! cosid-chaos run --store etcd --profile ci [--negative]     # a private 3-member etcd cluster
 //! cosid-chaos run --store zookeeper --profile ci [--negative]  # a private 3-server ZooKeeper ensemble
@@ -46,7 +46,7 @@ struct Cli {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum Profile {
-    /// Redis: about 3 minutes (the negative control: 5 rounds of 30 s). etcd: 60 s; SQLite, PostgreSQL,
+    /// Redis: 90 s (the negative control: 4 rounds of 30 s). etcd: 60 s; SQLite, PostgreSQL,
     /// ZooKeeper: 45 s (the negative control of each: 2 rounds of 30 s).
     Ci,
     /// 30 minutes (the negative control: 20 rounds).
@@ -194,7 +194,7 @@ fn main() -> ExitCode {
             let started = std::time::Instant::now();
             let code = if negative {
                 let rounds = rounds.unwrap_or(match (profile, store) {
-                    (Profile::Ci, Store::Redis) => 5,
+                    (Profile::Ci, Store::Redis) => 4,
                     (Profile::Ci, _) => 2,
                     (Profile::Long, _) => 20,
                 });
@@ -202,7 +202,7 @@ fn main() -> ExitCode {
                 negative_control(base, rounds, per_round, profile)
             } else {
                 let duration = duration.unwrap_or(match (profile, store) {
-                    (Profile::Ci, Store::Redis) => Duration::from_secs(120),
+                    (Profile::Ci, Store::Redis) => Duration::from_secs(90),
                     (Profile::Ci, Store::Etcd) => Duration::from_secs(60),
                     (Profile::Ci, Store::Sqlite | Store::Postgres | Store::Zookeeper) => {
                         Duration::from_secs(45)
