@@ -8,6 +8,9 @@
 #
 # Python runs if `$PYTHON -c 'import cosid'` works (pip install ./bindings/python, peers: uuid-utils snowflake-id);
 # Node runs if the addon is built (cd bindings/node && npm ci && npm run build). Otherwise each says how.
+# The fleet harness (bench/src/bin/fleet.rs: storms of real runtimes, steady renewals, first id) runs against a
+# temporary SQLite file and every store server whose COSID_TEST_*_URL is set (.ci/services/*.sh print them);
+# `--quick` runs it small (64 holders, 2 s per store).
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -46,3 +49,21 @@ if command -v node >/dev/null 2>&1 && ls "$root"/bindings/node/cosid*.node >/dev
 else
     echo "(the Node addon is not built: cd bindings/node && npm ci && npm run build)"
 fi
+
+echo
+echo "== Fleet: real runtimes against each store (SQLite, and every COSID_TEST_*_URL set)"
+fleet_dir=$(mktemp -d)
+set -- --store "sqlite://$fleet_dir/fleet.db"
+features=""
+for name in HTTP REDIS POSTGRES MYSQL ETCD ZOOKEEPER MONGODB; do
+    url=$(eval "printf '%s' \"\${COSID_TEST_${name}_URL:-}\"")
+    if [ -n "$url" ]; then
+        set -- "$@" --store "$url"
+        [ "$name" = HTTP ] || features="--features stores"
+    fi
+done
+# Builds the cosid command beside it, so the first-id figure is a real process start.
+cargo build -q --release -p cosid-bench $features --bin cosid-fleet
+cargo build -q --release -p cosid-cli $features
+"$root/target/release/cosid-fleet" $quick "$@"
+rm -rf "$fleet_dir"

@@ -25,7 +25,7 @@ fn main() {
     let quick = std::env::args().any(|a| a == "--quick");
     let rounds = if quick { 40 } else { 200 };
     let sustain = Duration::from_millis(if quick { 200 } else { 1_000 });
-    machine();
+    cosid_bench::machine();
 
     let rt = Runtime::builder()
         .store("memory:")
@@ -279,24 +279,4 @@ fn clock_costs() -> (f64, f64, f64) {
         black_box(SystemTime::now());
     });
     (cached, now, sys)
-}
-
-/// Prints what the figures were measured on.
-fn machine() {
-    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
-    let model = cpuinfo
-        .lines()
-        .find_map(|l| l.strip_prefix("model name"))
-        .map(|l| l.trim_start_matches([' ', '\t', ':']).to_string())
-        .unwrap_or_else(|| "unknown CPU".into());
-    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
-    let hypervisor = cpuinfo.contains(" hypervisor");
-    println!(
-        "machine: {model}, {} logical CPUs{}, {} {}, kernel {}",
-        std::thread::available_parallelism().map_or(1, |n| n.get()),
-        if hypervisor { " (virtual machine)" } else { "" },
-        std::env::consts::OS,
-        std::env::consts::ARCH,
-        kernel.trim()
-    );
 }
