@@ -166,6 +166,8 @@ impl Keeper {
         machine::Config {
             ttl_ms: self.request.ttl_ms,
             tolerance_ms: self.ns_config.tolerance_ms,
+            // The incarnation is random (UUID v4): each runtime's jitter its own. Never 0 (no jitter).
+            jitter_seed: (self.request.owner.incarnation.as_u64_pair().0) | 1,
         }
     }
 

@@ -178,14 +178,16 @@ fn the_checker_catches_next_floor_set_to_expires_at() {
     eprintln!("next_floor = expires_at: first duplicate at seed {seed}");
 }
 
+/// Since the keeper jitters its renewals, the stale release this needs is rarer: the first seed that catches it
+/// is 592 (the simulation is deterministic, so the test always runs that far).
 #[test]
 fn the_checker_catches_a_release_that_ignores_the_fence() {
     let seed = first_caught(
         ProtocolVariant::ReleaseIgnoresFence,
         &[Kind::Duplicate, Kind::PastRelease],
-        300,
+        3000,
     );
     let seed =
-        seed.expect("the broken release was not caught in 300 seeds: the checker cannot fail");
+        seed.expect("the broken release was not caught in 3000 seeds: the checker cannot fail");
     eprintln!("release without the fence check: caught at seed {seed}");
 }

@@ -32,6 +32,11 @@ pub struct Config {
     pub ttl_ms: u64,
     /// The namespace's clock tolerance (ms).
     pub tolerance_ms: u64,
+    /// Seeds the jitter of the renewal period and of every retry delay, so that runtimes started together (a
+    /// fleet rolled out at once, every holder after a store outage) spread their calls out instead of calling the
+    /// store in lock-step. Each runtime its own (the keeper uses its incarnation); 0 for none: renewals exactly
+    /// every ttl/3, retries exactly at the back-off.
+    pub jitter_seed: u64,
 }
 
 /// Something that happened, fed to [`Machine::handle`].
@@ -199,7 +204,13 @@ pub struct Machine {
     phase: Phase,
     /// Shutdown was asked during a call that is not interrupted (a give-back): acted on when it returns.
     stopping: bool,
+    /// The jitter's generator state (splitmix64); 0 for no jitter.
+    rng: u64,
 }
+
+/// The renewal period varies by up to this fraction (in tenths) of ttl/3 either way: on average ttl/3, so the
+/// store's load is unchanged, and two runtimes in step drift apart within a few renewals.
+const PERIOD_JITTER_TENTHS: u64 = 1;
 
 fn double(backoff: u64, ttl_ms: u64) -> u64 {
     // Not `clamp`: below a 600 ms ttl, ttl/6 is under the minimum and `clamp` would panic.
@@ -218,6 +229,7 @@ impl Machine {
             seen: History::default(),
             phase: Phase::Started,
             stopping: false,
+            rng: config.jitter_seed,
         };
         m.phase = Phase::Starting(Acquiring {
             deadline: now.mono_ms.checked_add(timeout_ms),
@@ -260,6 +272,7 @@ impl Machine {
             seen: History::default(),
             phase: Phase::Started,
             stopping: false,
+            rng: config.jitter_seed,
         };
         m.note(&lease);
         m.lease = Some(lease);
@@ -286,8 +299,39 @@ impl Machine {
         self.lease.as_ref()
     }
 
-    fn period(&self) -> u64 {
-        self.config.ttl_ms / 3
+    /// The time to the next renewal: ttl/3, give or take a tenth (jittered).
+    fn period(&mut self) -> u64 {
+        let base = self.config.ttl_ms / 3;
+        if self.rng == 0 {
+            return base;
+        }
+        let spread = base * PERIOD_JITTER_TENTHS / 10;
+        base - spread + self.random_below(2 * spread + 1)
+    }
+
+    /// A retry delay for a back-off of `backoff`: between half of it and all of it ("equal jitter"), so that the
+    /// runtimes that failed together do not retry together.
+    fn retry_delay(&mut self, backoff: u64) -> u64 {
+        let half = backoff / 2;
+        backoff - self.random_below(half + 1)
+    }
+
+    /// Uniform in `0..n` (0 without jitter, or for `n` of 0 or 1).
+    fn random_below(&mut self, n: u64) -> u64 {
+        if self.rng == 0 || n <= 1 {
+            return 0;
+        }
+        // splitmix64: one add and three mixes, no state beyond one word; ample for spreading timers.
+        self.rng = self.rng.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.rng;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^= z >> 31;
+        if self.rng == 0 {
+            // The state wrapped to 0, which means "no jitter": step past it.
+            self.rng = 1;
+        }
+        z % n
     }
 
     fn slot(&self) -> u32 {
@@ -345,7 +389,7 @@ impl Machine {
                 out.push(Action::Renew {
                     lease,
                     // A store that hangs must neither stall shutdown nor outlast the lease: bound each renewal.
-                    timeout_ms: self.period(),
+                    timeout_ms: self.config.ttl_ms / 3,
                 });
             }
             (Phase::Renewing { backoff }, Input::Renewed(r)) => {
@@ -438,9 +482,8 @@ impl Machine {
         self.phase = Phase::Holding {
             backoff: MIN_BACKOFF_MS,
         };
-        vec![Action::SleepUntil(
-            now.mono_ms.saturating_add(self.period()),
-        )]
+        let period = self.period();
+        vec![Action::SleepUntil(now.mono_ms.saturating_add(period))]
     }
 
     fn renewed(
@@ -504,13 +547,14 @@ impl Machine {
                 self.reacquire(now, MIN_BACKOFF_MS, out);
             }
             Err(e) => {
+                let delay = self.retry_delay(backoff);
                 out.push(Action::SetState(State::Renewing));
                 out.push(Action::Emit(Event::RenewFailed {
                     slot: lease.slot,
                     error: e.to_string(),
-                    retry_in_ms: backoff,
+                    retry_in_ms: delay,
                 }));
-                out.push(Action::SleepUntil(now.mono_ms.saturating_add(backoff)));
+                out.push(Action::SleepUntil(now.mono_ms.saturating_add(delay)));
                 self.phase = Phase::Holding {
                     backoff: double(backoff, self.config.ttl_ms),
                 };
@@ -612,12 +656,13 @@ impl Machine {
                 return;
             }
         };
+        let delay = self.retry_delay(backoff);
         out.push(Action::Emit(Event::RenewFailed {
             slot: self.slot(),
             error: format!("raising not_before after lost writes: {failed}"),
-            retry_in_ms: backoff,
+            retry_in_ms: delay,
         }));
-        out.push(Action::SleepUntil(now.mono_ms.saturating_add(backoff)));
+        out.push(Action::SleepUntil(now.mono_ms.saturating_add(delay)));
         self.phase = Phase::Recovering {
             backoff,
             deadline,
@@ -659,7 +704,8 @@ impl Machine {
             },
             outer_sleep: true,
         };
-        out.push(Action::SleepUntil(now.mono_ms.saturating_add(outer)));
+        let delay = self.retry_delay(outer);
+        out.push(Action::SleepUntil(now.mono_ms.saturating_add(delay)));
     }
 
     fn reacquiring(
@@ -752,6 +798,12 @@ impl Machine {
             e if e.is_retryable() => Some(a.backoff),
             _ => None,
         };
+        // Holders waiting for one expiry (an acquisition storm on a full namespace) or for one store to come back
+        // would all call at the same instant: spread them (a wait for an expiry by up to a quarter more).
+        let wait = wait.map(|w| match &err {
+            StoreError::Exhausted { .. } => w + self.random_below(w / 4 + 1),
+            _ => self.retry_delay(w),
+        });
         // A deadline past the clock's range is no deadline: give up rather than wait for ever.
         let fits = |w: u64| {
             a.deadline

@@ -534,10 +534,13 @@ impl World {
 
     // -- the keeper: a shell around the real machine ---------------------------------------------------------
 
-    fn keeper_config(&self) -> machine::Config {
+    /// The keeper's settings, with the jitter seeded from the incarnation as the runtime seeds it (the
+    /// incarnations come from the simulation's seed, so the jitter replays with it).
+    fn keeper_config(&self, incarnation: uuid::Uuid) -> machine::Config {
         machine::Config {
             ttl_ms: self.p.ttl,
             tolerance_ms: self.p.tolerance,
+            jitter_seed: incarnation.as_u64_pair().0 | 1,
         }
     }
 
@@ -695,7 +698,8 @@ impl World {
                 }
                 Action::Started(Ok(acquired)) => {
                     // As the runtime does: install the first lease, then run the keeper from it.
-                    let config = self.keeper_config();
+                    let incarnation = acquired.lease.owner.incarnation;
+                    let config = self.keeper_config(incarnation);
                     let now = self.keeper_now(h);
                     let (running, first) = Machine::running(config, now, acquired.lease.clone());
                     self.holders[h].process.as_mut().unwrap().machine = running;
@@ -782,8 +786,11 @@ impl World {
                 },
             );
             // As `Runtime::build`: the first acquisition, bounded by the acquire timeout (a ttl by default).
-            let (machine, actions) =
-                Machine::start(self.keeper_config(), self.keeper_now(h), self.p.ttl);
+            let (machine, actions) = Machine::start(
+                self.keeper_config(owner.incarnation),
+                self.keeper_now(h),
+                self.p.ttl,
+            );
             let holder = &mut self.holders[h];
             holder.process = Some(Process {
                 owner,

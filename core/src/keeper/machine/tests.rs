@@ -5,9 +5,11 @@ use super::*;
 use crate::lease::{Namespace, Owner};
 use uuid::Uuid;
 
+/// No jitter: the scripts below expect exact times. `jitter_*` tests seed it.
 const CONFIG: Config = Config {
     ttl_ms: 3_000,
     tolerance_ms: 1_000,
+    jitter_seed: 0,
 };
 
 fn at(mono_ms: u64) -> Now {
@@ -216,6 +218,7 @@ fn a_ttl_below_the_minimum_back_off_never_panics() {
     let config = Config {
         ttl_ms: 150,
         tolerance_ms: 50,
+        jitter_seed: 0,
     };
     let (mut m, _) = Machine::running(config, at(0), lease(0, 1, 0, 200));
     m.handle(at(50), Input::TimerFired);
@@ -407,4 +410,92 @@ fn a_store_clock_far_from_the_local_one_is_reported_as_skew() {
     assert!(events(&a)
         .iter()
         .any(|e| matches!(e, Event::ClockSkew { .. })));
+}
+
+/// The renewal time of a machine installed at 0 with `seed`, and of its next `n - 1` renewals.
+fn renewal_times(seed: u64, n: usize) -> Vec<u64> {
+    let config = Config {
+        jitter_seed: seed,
+        ..CONFIG
+    };
+    let (mut m, actions) = Machine::running(config, at(0), lease(0, 1, 1_000, 5_000));
+    let mut times = sleeps(&actions);
+    while times.len() < n {
+        let t = *times.last().unwrap();
+        m.handle(at(t), Input::TimerFired);
+        let a = m.handle(at(t), Input::Renewed(Ok(lease(0, 1, 1_000, 5_000 + t))));
+        let next = sleeps(&a);
+        assert_eq!(next.len(), 1, "{a:?}");
+        times.extend(next);
+    }
+    times
+}
+
+#[test]
+fn jitter_spreads_the_renewals_of_a_fleet_started_together() {
+    // 64 runtimes installed at the same instant: without jitter they would renew together for ever.
+    let fleets: Vec<Vec<u64>> = (1..=64u64)
+        .map(|i| renewal_times(i.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1, 10))
+        .collect();
+    for times in &fleets {
+        // Each period is ttl/3 (1,000 ms), give or take a tenth.
+        let mut last = 0;
+        for &t in times {
+            assert!((900..=1_100).contains(&(t - last)), "{times:?}");
+            last = t;
+        }
+    }
+    // By the tenth renewal the 64 are spread over hundreds of milliseconds, with few at any one instant.
+    let tenth: Vec<u64> = fleets.iter().map(|t| t[9]).collect();
+    let spread = tenth.iter().max().unwrap() - tenth.iter().min().unwrap();
+    assert!(
+        spread >= 200,
+        "renewals still bunched within {spread} ms: {tenth:?}"
+    );
+    let mut distinct = tenth.clone();
+    distinct.sort_unstable();
+    distinct.dedup();
+    assert!(
+        distinct.len() >= 48,
+        "{} distinct instants of 64",
+        distinct.len()
+    );
+    // Without jitter, exactly ttl/3 apart, all in step.
+    assert_eq!(renewal_times(0, 3), [1_000, 2_000, 3_000]);
+}
+
+#[test]
+fn jitter_keeps_retries_between_half_the_back_off_and_all_of_it() {
+    let mut seen = std::collections::BTreeSet::new();
+    for seed in 1..=32u64 {
+        let config = Config {
+            jitter_seed: seed.wrapping_mul(0x2545_F491_4F6C_DD1D),
+            ..CONFIG
+        };
+        let (mut m, first) = Machine::running(config, at(0), lease(0, 1, 1_000, 5_000));
+        let mut now = sleeps(&first)[0];
+        m.handle(at(now), Input::TimerFired);
+        let mut backoff = MIN_BACKOFF_MS;
+        for _ in 0..4 {
+            let a = m.handle(at(now), Input::Renewed(Err(unavailable())));
+            let retry_in = match events(&a)[..] {
+                [Event::RenewFailed { retry_in_ms, .. }] => *retry_in_ms,
+                ref other => panic!("{other:?}"),
+            };
+            assert!(
+                (backoff / 2..=backoff).contains(&retry_in),
+                "retry in {retry_in} ms for a back-off of {backoff}"
+            );
+            assert_eq!(
+                sleeps(&a),
+                [now + retry_in],
+                "the event tells the real delay"
+            );
+            seen.insert(retry_in);
+            now += retry_in;
+            m.handle(at(now), Input::TimerFired);
+            backoff = double(backoff, CONFIG.ttl_ms);
+        }
+    }
+    assert!(seen.len() > 16, "retry delays barely vary: {seen:?}");
 }
