@@ -555,22 +555,19 @@ fn a_redis_restart_fails_renewals_then_resumes_and_no_id_passes_a_ceiling() {
             _ => None,
         })
         .collect();
-    assert_eq!(
-        retries.first(),
-        Some(&100),
-        "the first retry comes after 100 ms: {retries:?}"
+    // Each retry waits between half its back-off and all of it (jitter); the back-off starts at 100 ms and
+    // doubles up to ttl/6.
+    assert!(
+        retries.first().is_some_and(|r| (50..=100).contains(r)),
+        "the first retry comes within 50 to 100 ms: {retries:?}"
     );
     assert!(
-        retries.windows(2).all(|w| w[0] <= w[1]),
-        "back-off never shrinks: {retries:?}"
-    );
-    assert!(
-        retries.iter().all(|&r| r <= ttl_ms / 6),
+        retries.iter().all(|&r| (50..=ttl_ms / 6).contains(&r)),
         "back-off is capped at ttl/6: {retries:?}"
     );
     assert!(
-        retries.contains(&(ttl_ms / 6)),
-        "back-off grew to ttl/6: {retries:?}"
+        retries.iter().any(|&r| r > 100),
+        "back-off grew past its start: {retries:?}"
     );
 }
 
