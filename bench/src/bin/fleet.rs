@@ -15,7 +15,8 @@
 //!   second), in namespaces of at most 1,024: renewals per second, the store server's CPU over the measurement
 //!   (utime + stime of its process tree in /proc, found by the port it listens on, or `--server-pid`), its CPU cost
 //!   per renewal, and how the renewals fall in 100 ms buckets (the busiest bucket against the mean: 1 is evenly
-//!   spread, 10 is all at once for a one-second period). Up to `--max-runtimes` holders (default 4,096) are
+//!   spread, 10 is all at once for a one-second period; at most 64 start at once, so only N = 64 starts in
+//!   lock-step). Up to `--max-runtimes` holders (default 4,096) are
 //!   `Runtime`s, each with its keeper thread; above that, tokio tasks driving the store API on the keeper's
 //!   schedule (acquire, then renew ttl/3 after the last renewal ended), sharing 16 connections;
 //! - **first id**: the `cosid` CLI (`--cosid-bin`, `COSID_BIN`, or a `cosid` beside this binary) run as a process
@@ -47,8 +48,11 @@ use std::time::{Duration, Instant};
 const PER_NAMESPACE: usize = 1_024;
 /// Shared connections of the task driver.
 const TASK_CONNECTIONS: usize = 16;
-/// How long a start may retry (the storm measures until all hold a slot, not a timeout).
-const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(120);
+/// How long a start may retry: a holder not ready by then counts as an error of its code.
+const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(60);
+/// Starts in flight at once in the steady phase (the storm starts all at once): the steady phase measures
+/// renewals, not a storm. 64 holders or fewer start all at once.
+const RAMP: usize = 64;
 /// Buckets of the renewal schedule.
 const BUCKET: Duration = Duration::from_millis(100);
 
@@ -185,6 +189,7 @@ fn main() {
         for &(holders, bits) in &o.storms {
             eprintln!("storm: {holders} holders, bits {bits}");
             let row = tokio.block_on(storm(url, &stores, holders, bits));
+            eprintln!("| {name} | {row}");
             storms.push(format!("| {name} | {row}"));
         }
         for &holders in &o.steady {
@@ -200,6 +205,7 @@ fn main() {
             } else {
                 tokio.block_on(steady_tasks(url, &stores, holders, &o, server.as_deref()))
             };
+            eprintln!("| {name} | {row}");
             steady.push(format!("| {name} | {row}"));
         }
         eprintln!("first id");
@@ -386,11 +392,6 @@ impl Errors {
     fn add(&mut self, code: impl Into<String>) {
         *self.0.entry(code.into()).or_default() += 1;
     }
-    fn merge(&mut self, other: &Errors) {
-        for (k, n) in &other.0 {
-            *self.0.entry(k.clone()).or_default() += n;
-        }
-    }
 }
 
 impl std::fmt::Display for Errors {
@@ -403,24 +404,22 @@ impl std::fmt::Display for Errors {
     }
 }
 
-/// The first words of an event's error text: a key to count failures by.
-fn gist(text: &str) -> String {
-    text.chars().take(60).collect()
-}
-
-/// Starts `n` runtimes at once (`with` sets each builder), all released from one barrier. Returns, in order,
+/// Starts `n` runtimes (`builder` makes each one's), released from one barrier, at most `in_flight` at a time. Returns, in order,
 /// each one's start-to-ready time and result, and the time until the last was ready.
 async fn start_all(
     n: usize,
+    in_flight: usize,
     builder: impl Fn(usize) -> cosid::Builder,
 ) -> (Vec<(Duration, Result<Runtime, cosid::Error>)>, Duration) {
     let go = Arc::new(tokio::sync::Barrier::new(n + 1));
+    let gate = Arc::new(tokio::sync::Semaphore::new(in_flight));
     let tasks: Vec<_> = (0..n)
         .map(|i| {
             let b = builder(i);
-            let go = go.clone();
+            let (go, gate) = (go.clone(), gate.clone());
             tokio::spawn(async move {
                 go.wait().await;
+                let _pass = gate.acquire().await.expect("an open gate");
                 let started = Instant::now();
                 let built = b.build_async().await;
                 (started.elapsed(), built, Instant::now())
@@ -459,9 +458,19 @@ async fn shutdown_all(runtimes: Vec<Runtime>) -> Duration {
 async fn storm(url: &str, stores: &Stores, holders: usize, bits: u8) -> String {
     let run = fresh("storm");
     let ns = run.clone();
-    let (results, all) = start_all(holders, |i| {
+    let base = cosid::Layout::millis();
+    let layout = cosid::Layout::new(
+        base.epoch_ms(),
+        base.tick(),
+        base.timestamp_bits(),
+        bits,
+        base.slot_bits() + base.sequence_bits() - bits,
+    )
+    .expect("a layout with `bits` slot bits");
+    let (results, all) = start_all(holders, holders, |i| {
         stores
             .builder(url, &run, i, &ns)
+            .layout(layout)
             .bits(bits)
             .ttl(Duration::from_secs(30))
     })
@@ -518,8 +527,13 @@ impl Recorder {
             self.latencies.lock().unwrap().push(l);
         }
     }
-    fn failed(&self, code: String) {
-        self.errors.lock().unwrap().add(code);
+    /// Counts a failure under `code`; prints the first message of each code.
+    fn failed(&self, code: &str, message: &str) {
+        let mut errors = self.errors.lock().unwrap();
+        if !errors.0.contains_key(code) {
+            eprintln!("  first {code}: {message}");
+        }
+        errors.add(code);
     }
 }
 
@@ -549,13 +563,7 @@ async fn measure(o: &Options, rec: &Recorder, server: Option<&[u32]>) -> Window 
 }
 
 /// The table's columns from `renewals/s` on: renewals/s, expected, CPU, spread, latency, errors.
-fn steady_columns(
-    o: &Options,
-    holders: usize,
-    rec: &Recorder,
-    w: &Window,
-    extra: &Errors,
-) -> String {
+fn steady_columns(o: &Options, holders: usize, rec: &Recorder, w: &Window) -> String {
     let span = (w.to - w.from).as_secs_f64();
     let times: Vec<Duration> = rec
         .renewals
@@ -597,14 +605,21 @@ fn steady_columns(
         (Some(a), Some(b)) => format!("{}/{}", millis(a), millis(b)),
         _ => "-".into(),
     };
-    let mut errors = Errors::default();
-    errors.merge(&rec.errors.lock().unwrap());
-    errors.merge(extra);
+    let errors = rec.errors.lock().unwrap();
     format!(
         "{per_s:.0} | {expected:.0} | {} | {per_renewal} | {} | {spread} | {latency} | {errors} |",
         pct(w.server_cpu),
         pct(w.harness_cpu),
     )
+}
+
+/// Counts a store call's failure by its code (`start CODE`, `renew CODE`).
+fn failed(rec: &Recorder, call: &str, e: StoreError) {
+    let message = e.to_string();
+    rec.failed(
+        &format!("{call} {}", cosid::Error::from(e).code()),
+        &message,
+    );
 }
 
 fn namespaces(holders: usize) -> Vec<String> {
@@ -624,25 +639,24 @@ async fn steady_runtimes(
 ) -> String {
     let names = namespaces(holders);
     let rec = Recorder::new();
-    let (results, _) = start_all(holders, |i| {
+    let (results, _) = start_all(holders, RAMP, |i| {
         let rec = rec.clone();
         stores
             .builder(url, &names[0], i, &names[i / PER_NAMESPACE])
             .ttl(o.ttl)
             .subscribe(move |e| match e {
                 Event::Renewed { .. } => rec.renewed(None),
-                Event::RenewFailed { error, .. } => rec.failed(format!("renew: {}", gist(error))),
-                Event::SlotLost { reason, .. } => rec.failed(format!("lost: {}", gist(reason))),
+                Event::RenewFailed { error, .. } => rec.failed("RENEW_FAILED", error),
+                Event::SlotLost { reason, .. } => rec.failed("SLOT_LOST", reason),
                 _ => {}
             })
     })
     .await;
-    let mut start_errors = Errors::default();
     let mut runtimes = Vec::new();
     for (_, built) in results {
         match built {
             Ok(rt) => runtimes.push(rt),
-            Err(e) => start_errors.add(format!("start: {}", e.code())),
+            Err(e) => rec.failed(&format!("start {}", e.code()), &e.to_string()),
         }
     }
     let w = measure(o, &rec, server).await;
@@ -651,7 +665,7 @@ async fn steady_runtimes(
         "{holders} | {} | runtimes ({}) | {}",
         names.len(),
         stores.connections(),
-        steady_columns(o, holders, &rec, &w, &start_errors)
+        steady_columns(o, holders, &rec, &w)
     )
 }
 
@@ -674,11 +688,15 @@ async fn steady_tasks(
         layout: cosid::Layout::millis(),
     };
     let go = Arc::new(tokio::sync::Barrier::new(holders + 1));
+    let gate = Arc::new(tokio::sync::Semaphore::new(RAMP));
+    // Holders that hold a slot or gave up: the measurement starts when all have.
+    let settled = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let tasks: Vec<_> = (0..holders)
         .map(|i| {
             let store = stores.for_tasks[i % stores.for_tasks.len()].clone();
             let ns = Namespace::new(names[i / PER_NAMESPACE].clone()).expect("a valid name");
             let (rec, stop, go) = (rec.clone(), stop.clone(), go.clone());
+            let (gate, settled) = (gate.clone(), settled.clone());
             let request = AcquireRequest {
                 owner: Owner::new(format!("fleet-{}-{i}", names[0])),
                 ttl_ms,
@@ -686,22 +704,28 @@ async fn steady_tasks(
             };
             tokio::spawn(async move {
                 go.wait().await;
+                let pass = gate.acquire().await.expect("an open gate");
                 let deadline = Instant::now() + ACQUIRE_TIMEOUT;
-                let mut lease = loop {
+                let acquired = loop {
                     match store.acquire(&ns, &config, &request).await {
-                        Ok(a) => break a.lease,
+                        Ok(a) => break Some(a.lease),
                         Err(e) if e.is_retryable() || matches!(e, StoreError::Exhausted { .. }) => {
                             if Instant::now() > deadline {
-                                rec.failed(format!("start: {}", cosid::Error::from(e).code()));
-                                return;
+                                failed(&rec, "start", e);
+                                break None;
                             }
                             tokio::time::sleep(Duration::from_millis(100)).await;
                         }
                         Err(e) => {
-                            rec.failed(format!("start: {}", cosid::Error::from(e).code()));
-                            return;
+                            failed(&rec, "start", e);
+                            break None;
                         }
                     }
+                };
+                drop(pass);
+                settled.fetch_add(1, Ordering::Relaxed);
+                let Some(mut lease) = acquired else {
+                    return;
                 };
                 let mut last = Instant::now();
                 while !stop.load(Ordering::Relaxed) {
@@ -715,7 +739,7 @@ async fn steady_tasks(
                             lease = l;
                             rec.renewed(Some(started.elapsed()));
                         }
-                        Err(e) => rec.failed(format!("renew: {}", cosid::Error::from(e).code())),
+                        Err(e) => failed(&rec, "renew", e),
                     }
                     last = Instant::now();
                 }
@@ -724,6 +748,9 @@ async fn steady_tasks(
         })
         .collect();
     go.wait().await;
+    while settled.load(Ordering::Relaxed) < holders {
+        tokio::time::sleep(BUCKET).await;
+    }
     let w = measure(o, &rec, server).await;
     stop.store(true, Ordering::Relaxed);
     for t in tasks {
@@ -733,7 +760,7 @@ async fn steady_tasks(
         "{holders} | {} | tasks ({} connections) | {}",
         names.len(),
         stores.for_tasks.len(),
-        steady_columns(o, holders, &rec, &w, &Errors::default())
+        steady_columns(o, holders, &rec, &w)
     )
 }
 
