@@ -23,6 +23,8 @@ step() {
     current="$*"
     current_start=$SECONDS
     printf '\n==== %s\n' "$*"
+    # Free disk at each step's start: a full disk shows up as a linker's bus error, far from its cause.
+    df -h --output=avail . | tail -1 | xargs printf '     disk free: %s\n'
 }
 summary() {
     local status=$?
@@ -34,6 +36,9 @@ summary() {
     printf '%4dm%02ds  total (exit %d)\n' $((took / 60)) $((took % 60)) "$status"
 }
 trap summary EXIT
+
+# A fresh clone builds each crate once: incremental compilation data would only take disk and time.
+export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
 
 step "store servers (Redis, PostgreSQL, MariaDB, etcd, ZooKeeper, FerretDB for MongoDB) on 127.0.0.1"
 # etcd first: its script also installs protoc, which building the etcd client needs.
