@@ -48,15 +48,19 @@ for v in "${lines[@]}"; do
     java_args+=(--java "$v=tests/interop/cosid-java/target/cosid-$v")
 done
 
-if command -v protoc >/dev/null 2>&1; then
-    # The very build of scripts/test-all.sh's test step (its target/debug/cosid has every store): free after it.
-    log "building the CLI (as the test step does: every feature)"
-    cargo test -q -p cosid -p cosid-cli --all-features --no-run
-else
-    log "building the CLI with the redis feature"
-    cargo build -q -p cosid-cli --features redis
+# The release CLI of scripts/dist.sh (every store) when it is there, as in scripts/test-all.sh; else a build here.
+cli="${COSID_BIN:-target/release/cosid}"
+if [ ! -x "$cli" ]; then
+    cli=target/debug/cosid
+    if command -v protoc >/dev/null 2>&1; then
+        log "building the CLI (every store)"
+        cargo build -q -p cosid-cli --features stores
+    else
+        log "building the CLI with the redis feature"
+        cargo build -q -p cosid-cli --features redis
+    fi
 fi
 
 out="${COSID_INTEROP_OUT:-${TMPDIR:-/tmp}/cosid-interop}"
 mkdir -p "$out"
-python3 tests/interop/migrate_from_cosid.py --cli target/debug/cosid "${java_args[@]}" --out "$out"
+python3 tests/interop/migrate_from_cosid.py --cli "$cli" "${java_args[@]}" --out "$out"

@@ -58,6 +58,11 @@ export COSID_NODE_LINTED=1
 
 step "rust: core and cli tests, every store against its real server"
 cargo test -p cosid -p cosid-cli --all-features
+# No later step uses the test build (they use the release build of dist), so its disk is freed before the release
+# build takes as much again; COSID_KEEP_TEST_BUILD=1 keeps it, for a developer who reruns this script.
+if [ "${COSID_KEEP_TEST_BUILD:-0}" != 1 ]; then
+    rm -rf "${CARGO_TARGET_DIR:-target}/debug"
+fi
 
 step "dist: one release build (C library, Python module, Node addon, CLI) packaged into dist/"
 # The C, Python and Node steps below use this build (cargo finds it fresh) and test the artefacts it made.
