@@ -328,6 +328,350 @@ async fn urls_that_do_not_parse_are_refused() {
 }
 
 // ---------------------------------------------------------------------------------------------------------------
+// The acquire index: a hint that must never change a decision.
+
+/// What a store call answered, with the times left out (two namespaces are called a moment apart).
+fn outcome<T>(r: &Result<T, StoreError>, fields: impl Fn(&T) -> String) -> String {
+    match r {
+        Ok(v) => format!("ok {}", fields(v)),
+        Err(e) => format!("{:?}", std::mem::discriminant(e)),
+    }
+}
+
+/// The same random calls on two namespaces: one that keeps its acquire index, and one whose index is deleted before
+/// every call, so each of its acquires reads every record and rebuilds the index (the protocol as written). Every
+/// answer must match: slot, fence, duplicate owner key, or the kind of refusal. Eight slots, six owner keys with two
+/// incarnations each, preferred slots in and out of range, renewals, releases handing timestamps past the
+/// ceiling (a floor ahead of the clock), and `not_before` raised past the tolerance. Leases last 200 ms and the
+/// rounds of calls are 450 ms apart, so whether a lease has expired never depends on the moment between the two
+/// namespaces' calls.
+#[tokio::test]
+async fn acquires_through_the_index_decide_as_reading_every_record_does() {
+    use cosid::lease::{NamespaceConfig, SlotLease};
+    let Some(t) = target().await else { return };
+    let store = t.store.clone();
+    let mut raw = t.raw.clone();
+    let config = NamespaceConfig { bits: 3, ..CONFIG };
+    const TTL: u64 = 200;
+    let mut calls = 0;
+    for seed in [
+        0x9e37_79b9_7f4a_7c15u64,
+        0xd1b5_4a32_d192_ed03,
+        0x2545_f491_4f6c_dd1d,
+    ] {
+        let indexed = fresh("index");
+        let full = fresh("index-full");
+        let mut state = seed;
+        let mut next = move |n: u64| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state % n
+        };
+        let owners: Vec<Owner> = (0..12).map(|i| Owner::new(format!("o{}", i % 6))).collect();
+        let mut held: Vec<Option<(SlotLease, SlotLease)>> = vec![None; owners.len()];
+        for _round in 0..16 {
+            for _ in 0..1 + next(12) {
+                let o = next(owners.len() as u64) as usize;
+                let op = next(20);
+                let _: () = raw.del(&RedisStore::index_keys(&full)).await.unwrap();
+                let (a, b) = match (op, &held[o]) {
+                    (0..=10, _) => {
+                        let request = AcquireRequest {
+                            owner: owners[o].clone(),
+                            ttl_ms: TTL,
+                            preferred_slot: (next(3) == 0).then(|| next(10) as u32),
+                        };
+                        let a = store.acquire(&indexed, &config, &request).await;
+                        let b = store.acquire(&full, &config, &request).await;
+                        let fields = |g: &cosid::lease::Acquired| {
+                            format!(
+                                "{} {} {:?}",
+                                g.lease.slot, g.lease.fence, g.duplicate_owner_key
+                            )
+                        };
+                        let out = (outcome(&a, fields), outcome(&b, fields));
+                        if let (Ok(a), Ok(b)) = (a, b) {
+                            held[o] = Some((a.lease, b.lease));
+                        }
+                        out
+                    }
+                    (11..=14, Some((la, lb))) => {
+                        let a = store.renew(la, TTL, config.tolerance_ms).await;
+                        let b = store.renew(lb, TTL, config.tolerance_ms).await;
+                        let fields = |l: &SlotLease| format!("{} {}", l.slot, l.fence);
+                        (outcome(&a, fields), outcome(&b, fields))
+                    }
+                    (15..=18, Some((la, lb))) => {
+                        // None, a timestamp inside the window, or one far past the ceiling.
+                        let handed = |l: &SlotLease, pick: u64| match pick {
+                            0 => None,
+                            1 => Some(l.floor + 1),
+                            _ => Some(l.ceiling + 60_000),
+                        };
+                        let pick = next(3);
+                        let a = store.release(la, handed(la, pick)).await;
+                        let b = store.release(lb, handed(lb, pick)).await;
+                        held[o] = None;
+                        (
+                            outcome(&a, |_| String::new()),
+                            outcome(&b, |_| String::new()),
+                        )
+                    }
+                    (19, _) => {
+                        // Past the tolerance until the middle of this round's pause.
+                        let wall = std::time::SystemTime::now()
+                            .duration_since(std::time::UNIX_EPOCH)
+                            .unwrap()
+                            .as_millis() as u64;
+                        let not_before = wall + config.tolerance_ms + 225;
+                        let a = store.raise_not_before(&indexed, &config, not_before).await;
+                        let b = store.raise_not_before(&full, &config, not_before).await;
+                        let fields = |r: &cosid::lease::NamespaceRecord| r.not_before.to_string();
+                        (outcome(&a, fields), outcome(&b, fields))
+                    }
+                    _ => continue,
+                };
+                calls += 1;
+                assert_eq!(a, b, "call {calls} (seed {seed:#x}): the indexed namespace answered {a}, a full read {b}");
+            }
+            tokio::time::sleep(Duration::from_millis(450)).await;
+        }
+    }
+    assert!(calls > 60, "only {calls} calls compared");
+}
+
+/// An index that lies (it files a held slot as free) is caught by the record it names: the acquire takes another
+/// slot, and the index is rebuilt from the records.
+#[tokio::test]
+async fn an_index_that_files_a_held_slot_as_free_is_caught_and_rebuilt() {
+    let Some(t) = target().await else { return };
+    let ns = fresh("index-lie");
+    let mut raw = t.raw.clone();
+    let first = t
+        .store
+        .acquire(&ns, &CONFIG, &owner_request("a"))
+        .await
+        .unwrap();
+    assert_eq!(first.lease.slot, 0);
+    let [index, free, held] = RedisStore::index_keys(&ns);
+    let _: () = raw.zrem(&held, "0").await.unwrap();
+    let _: () = raw.zadd(&free, "0", 0).await.unwrap();
+    let second = t
+        .store
+        .acquire(&ns, &CONFIG, &owner_request("b"))
+        .await
+        .unwrap();
+    assert_eq!(second.lease.slot, 1, "slot 0 is held by a");
+    let held_now: Vec<String> = raw.zrange(&held, 0, -1).await.unwrap();
+    assert_eq!(
+        held_now,
+        ["0", "1"],
+        "the index was rebuilt from the records"
+    );
+    let free_now: Vec<String> = raw.zrange(&free, 0, -1).await.unwrap();
+    assert!(free_now.is_empty(), "{free_now:?}");
+    let n: u64 = raw.hget(&index, "n").await.unwrap();
+    assert_eq!(n, 2);
+}
+
+/// An index whose every field is garbage is never trusted and never stops a call: renewals and releases go on, and
+/// the next acquire rebuilds it from the records.
+#[tokio::test]
+async fn an_index_of_garbage_is_rebuilt_and_never_fails_a_call() {
+    let Some(t) = target().await else { return };
+    let ns = fresh("index-garbage");
+    let mut raw = t.raw.clone();
+    let a = t
+        .store
+        .acquire(&ns, &CONFIG, &owner_request("a"))
+        .await
+        .unwrap();
+    let b = t
+        .store
+        .acquire(&ns, &CONFIG, &owner_request("b"))
+        .await
+        .unwrap();
+    let [index, free, held] = RedisStore::index_keys(&ns);
+    let _: () = raw.del(&[&index, &free, &held]).await.unwrap();
+    let _: () = raw
+        .hset_multiple(
+            &index,
+            &[
+                ("v", "1"),
+                ("n", "x"),
+                ("hw", "-"),
+                ("o:a", "7 z 9"),
+                ("l:c", "banana"),
+            ],
+        )
+        .await
+        .unwrap();
+    let _: () = raw.zadd(&free, "not a slot", 0).await.unwrap();
+    let _: () = raw.zadd(&held, "neither", 0).await.unwrap();
+    t.store
+        .renew(&a.lease, LONG_TTL_MS, CONFIG.tolerance_ms)
+        .await
+        .unwrap();
+    t.store.release(&b.lease, None).await.unwrap();
+    let c = t
+        .store
+        .acquire(&ns, &CONFIG, &owner_request("c"))
+        .await
+        .unwrap();
+    assert_eq!(c.lease.slot, 1, "b's released slot is the lowest free one");
+    let n: String = raw.hget(&index, "n").await.unwrap();
+    assert_eq!(n, "2");
+    let free_now: Vec<String> = raw.zrange(&free, 0, -1).await.unwrap();
+    assert!(free_now.is_empty(), "{free_now:?}");
+    let held_now: Vec<String> = raw.zrange(&held, 0, -1).await.unwrap();
+    assert_eq!(held_now, ["0", "1"]);
+}
+
+/// A namespace written before the index (here: whose index was deleted) gets one at its next acquire, and renewals
+/// and releases keep it in step.
+#[tokio::test]
+async fn a_namespace_without_an_index_gets_one_and_every_write_keeps_it() {
+    let Some(t) = target().await else { return };
+    let ns = fresh("index-new");
+    let mut raw = t.raw.clone();
+    let [index, free, held] = RedisStore::index_keys(&ns);
+    let mut leases = Vec::new();
+    for key in ["a", "b", "c"] {
+        leases.push(
+            t.store
+                .acquire(&ns, &CONFIG, &owner_request(key))
+                .await
+                .unwrap()
+                .lease,
+        );
+    }
+    let _: () = raw.del(&[&index, &free, &held]).await.unwrap();
+    // A renewal and a release without an index leave it absent.
+    t.store
+        .renew(&leases[0], LONG_TTL_MS, CONFIG.tolerance_ms)
+        .await
+        .unwrap();
+    t.store.release(&leases[1], None).await.unwrap();
+    let exists: bool = raw.exists(&index).await.unwrap();
+    assert!(!exists);
+    // The next acquire builds it: b's released slot 1 is the lowest free one.
+    let d = t
+        .store
+        .acquire(&ns, &CONFIG, &owner_request("d"))
+        .await
+        .unwrap();
+    assert_eq!(d.lease.slot, 1);
+    let fields: std::collections::HashMap<String, String> = raw.hgetall(&index).await.unwrap();
+    assert_eq!(fields["n"], "3");
+    assert_eq!(fields["hw"], "3");
+    assert_eq!(fields["o:a"], "0");
+    assert_eq!(fields["o:d"], "1");
+    assert_eq!(fields["l:d"], "1");
+    assert!(!fields.contains_key("o:b"), "b released: {fields:?}");
+    assert!(
+        !fields.contains_key("l:b"),
+        "b's last slot is d's now: {fields:?}"
+    );
+    let held_now: Vec<String> = raw.zrange(&held, 0, -1).await.unwrap();
+    assert_eq!(held_now.len(), 3, "{held_now:?}");
+    // A release files the slot under free, and the next acquire finds it there.
+    t.store.release(&d.lease, None).await.unwrap();
+    let free_now: Vec<String> = raw.zrange(&free, 0, -1).await.unwrap();
+    assert_eq!(free_now, ["1"]);
+    let e = t
+        .store
+        .acquire(&ns, &CONFIG, &owner_request("e"))
+        .await
+        .unwrap();
+    assert_eq!(e.lease.slot, 1);
+}
+
+/// How many times the server ran `command` (from scripts too) since its statistics were last reset.
+async fn command_calls(raw: &mut redis::aio::MultiplexedConnection, command: &str) -> u64 {
+    let info: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query_async(raw)
+        .await
+        .unwrap();
+    let prefix = format!("cmdstat_{command}:calls=");
+    info.lines()
+        .find_map(|l| l.strip_prefix(&prefix))
+        .map_or(0, |rest| rest.split(',').next().unwrap().parse().unwrap())
+}
+
+/// An acquire reads a handful of records however large the namespace: with 4,096 slots (12 bits) all held but one
+/// released, it finds that one with a few `HGET`s and reads the slots hash whole only when it has no index.
+/// Counted with the server's own command statistics, on a server of the test's own.
+#[tokio::test]
+async fn an_acquire_reads_a_handful_of_records_however_many_slots_the_namespace_has() {
+    let test = "an_acquire_reads_a_handful_of_records_however_many_slots_the_namespace_has";
+    let Some(server) = OwnRedis::start(test, &[]) else {
+        return;
+    };
+    let t = connect(&server.url()).await;
+    let mut raw = t.raw.clone();
+    let ns = fresh("index-cost");
+    let config = cosid::lease::NamespaceConfig { bits: 12, ..CONFIG };
+    let mut leases = Vec::new();
+    for i in 0..4_096 {
+        let got = t
+            .store
+            .acquire(&ns, &config, &owner_request(&format!("h{i}")))
+            .await
+            .unwrap();
+        assert_eq!(got.lease.slot, i);
+        leases.push(got.lease);
+    }
+    t.store.release(&leases[3_000], None).await.unwrap();
+
+    let reset = |mut raw: redis::aio::MultiplexedConnection| async move {
+        let _: () = redis::cmd("CONFIG")
+            .arg("RESETSTAT")
+            .query_async(&mut raw)
+            .await
+            .unwrap();
+    };
+    reset(raw.clone()).await;
+    let got = t
+        .store
+        .acquire(&ns, &config, &owner_request("late"))
+        .await
+        .unwrap();
+    assert_eq!(got.lease.slot, 3_000);
+    let (whole, single) = (
+        command_calls(&mut raw, "hgetall").await,
+        command_calls(&mut raw, "hget").await,
+    );
+    assert_eq!(whole, 1, "only the namespace record is read whole");
+    assert!(single <= 16, "{single} HGETs for one acquire");
+    let full: bool = t
+        .store
+        .acquire(&ns, &config, &owner_request("more"))
+        .await
+        .is_err();
+    assert!(full, "every slot is held");
+
+    // Without its index the acquire reads every record once, and leaves an index behind.
+    t.store.release(&got.lease, None).await.unwrap();
+    let _: () = raw.del(&RedisStore::index_keys(&ns)).await.unwrap();
+    reset(raw.clone()).await;
+    let again = t
+        .store
+        .acquire(&ns, &config, &owner_request("later"))
+        .await
+        .unwrap();
+    assert_eq!(again.lease.slot, 3_000);
+    // The namespace record, every slot to decide, every slot to rebuild the index.
+    assert_eq!(command_calls(&mut raw, "hgetall").await, 3);
+    let n: u64 = raw
+        .hget(&RedisStore::index_keys(&ns)[0], "n")
+        .await
+        .unwrap();
+    assert_eq!(n, 4_096);
+}
+
+// ---------------------------------------------------------------------------------------------------------------
 // Servers of the test's own.
 
 fn free_port() -> u16 {

@@ -206,7 +206,10 @@ pub fn redis_records(data: &[u8]) {
             let ns_key = RedisStore::namespace_key(&r.ns);
             let slots_key = RedisStore::slots_key(&r.ns);
             let mut pipe = redis::pipe();
-            pipe.del(&ns_key).del(&slots_key);
+            // Records planted by hand, so the acquire index goes with the old ones (it is rebuilt from these).
+            pipe.del(&ns_key)
+                .del(&slots_key)
+                .del(&RedisStore::index_keys(&r.ns));
             let mut ns_fields: Vec<(String, Vec<u8>)> = Vec::new();
             match &input.namespace {
                 RedisNamespace::Absent => {}

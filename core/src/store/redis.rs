@@ -2,9 +2,11 @@
 //!
 //! The scripts (`redis/*.lua`) transcribe [`protocol`](crate::lease::protocol) line by line; they are loaded once
 //! per connection with `SCRIPT LOAD` and called with `EVALSHA` (loaded again on `NOSCRIPT`, after a restart or a
-//! `SCRIPT FLUSH`). The store clock is the server's `TIME`, read inside the script. A namespace lives in two hashes
-//! that share a hash tag, `cosid:{<encoded name>}:ns` and `cosid:{<encoded name>}:slots`, so a Redis Cluster keeps
-//! it on one shard; keys reach the scripts only through `KEYS`, and no key ever gets a TTL.
+//! `SCRIPT FLUSH`). The store clock is the server's `TIME`, read inside the script. A namespace lives in two hashes,
+//! `cosid:{<encoded name>}:ns` and `cosid:{<encoded name>}:slots`, beside an acquire index (`:index`, `:free`,
+//! `:held`, see [`RedisStore::index_keys`]) that lets an acquire read a few records rather than all of them. All
+//! share a hash tag, so a Redis Cluster keeps a namespace on one shard; keys reach the scripts only through `KEYS`,
+//! and no key ever gets a TTL.
 //!
 //! Safety needs a server that neither loses nor rolls back a write: `appendonly yes`, `appendfsync always`,
 //! `maxmemory-policy noeviction` (see `docs/stores.md`). [`LeaseStore::durability`] checks these with `CONFIG GET`;
@@ -158,6 +160,19 @@ impl RedisStore {
         format!("cosid:{{{}}}:slots", namespace.encoded())
     }
 
+    /// The acquire index of a namespace (`redis/common.lua` describes it): a hash and two sorted sets that name the
+    /// few slot records an acquire needs to read, so its cost does not grow with the namespace. A hint only: every
+    /// slot it names is read and checked, and it is rebuilt from the records when they contradict it or when it is
+    /// missing (deleting it is always safe).
+    pub fn index_keys(namespace: &Namespace) -> [String; 3] {
+        let ns = namespace.encoded();
+        [
+            format!("cosid:{{{ns}}}:index"),
+            format!("cosid:{{{ns}}}:free"),
+            format!("cosid:{{{ns}}}:held"),
+        ]
+    }
+
     /// Maps a client error: connection trouble and a server that is loading, failing over or out of memory are
     /// worth retrying; anything else (authentication, permissions, a script error) is not.
     fn error(&self, e: RedisError) -> StoreError {
@@ -280,6 +295,9 @@ impl RedisStore {
         invocation
             .key(Self::namespace_key(namespace))
             .key(Self::slots_key(namespace));
+        for key in Self::index_keys(namespace) {
+            invocation.key(key);
+        }
         for a in args {
             invocation.arg(a);
         }
@@ -683,6 +701,9 @@ mod tests {
             let tag = &key[key.find('{').unwrap() + 1..key.find('}').unwrap()];
             assert_eq!(tag, ns.encoded());
             assert!(RedisStore::slots_key(ns).contains(&format!("{{{tag}}}")));
+            for key in RedisStore::index_keys(ns) {
+                assert!(key.contains(&format!("{{{tag}}}")), "{key}");
+            }
         }
         assert_ne!(RedisStore::namespace_key(&a), RedisStore::namespace_key(&b));
     }

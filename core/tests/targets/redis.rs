@@ -30,13 +30,15 @@ impl Target for Redis {
         self.store.clone()
     }
 
-    /// One `HSET` of the record in the store's raw form, with no check.
+    /// One `HSET` of the record in the store's raw form, with no check. An edit by hand: it deletes the acquire
+    /// index (as docs/stores.md tells an operator to), which the next acquire rebuilds from the records.
     async fn put_raw(&self, ns: &Namespace, r: &SlotRecord) {
         let mut conn = self.raw.clone();
         let _: () = conn
             .hset(slots_key(ns), r.slot.to_string(), encode(r))
             .await
             .unwrap();
+        let _: () = conn.del(&RedisStore::index_keys(ns)).await.unwrap();
     }
 
     /// The hash as versions before layouts were recorded wrote it: three fields.

@@ -2,12 +2,14 @@
 -- conformance suite (core/tests/conformance) runs the same cases against both.
 --
 -- Every script gets KEYS[1] = the namespace hash `cosid:{<encoded name>}:ns` (fields bits, tolerance_ms,
--- not_before, and layout: lease::layout_text, absent in records written before layouts were recorded) and KEYS[2] = the slots hash `cosid:{<encoded name>}:slots` (one field per slot). Both keys share
--- a hash tag, so a Redis Cluster keeps a namespace on one shard. No key ever gets a TTL.
+-- not_before, and layout: lease::layout_text, absent in records written before layouts were recorded), KEYS[2] =
+-- the slots hash `cosid:{<encoded name>}:slots` (one field per slot), and the three keys of the acquire index
+-- (below): KEYS[3] = `cosid:{<encoded name>}:index`, KEYS[4] = `...:free`, KEYS[5] = `...:held`. All share a hash
+-- tag, so a Redis Cluster keeps a namespace on one shard. No key ever gets a TTL.
 --
 -- A script answers with a table whose first element names the outcome: 'ok', 'exhausted', 'mismatch', 'lost',
 -- 'regression', 'corrupt' or 'lowered'. Every outcome but 'ok' is decided before the first write, so a refused call changes
--- nothing. Numbers are whole and below 2^53, where Lua's doubles are exact; the Rust side checks its arguments.
+-- no record (an acquire may have moved expired leases within its index, which records nothing new). Numbers are whole and below 2^53, where Lua's doubles are exact; the Rust side checks its arguments.
 
 -- Redis 3.2 to 4 replicate scripts verbatim unless told otherwise; TIME then refuses later writes. A no-op since 5.
 if redis.replicate_commands then redis.replicate_commands() end
@@ -250,12 +252,147 @@ local function key_part(k)
   return '-'
 end
 
-local function write_slot(r)
+-- The acquire index: a hint that lets acquire read a handful of slot records instead of every one, so its cost
+-- does not grow with the namespace. It decides nothing: every slot it names is read and checked before it is
+-- chosen, and a hint the records contradict makes acquire fall back to reading every record (the protocol as
+-- written) and rebuild the index. It is written in the same script as the records it describes.
+--   KEYS[3], a hash: v = the index version; n = how many slot records it covers (HLEN of the slots hash, or the
+--     index is rebuilt); hw = the lowest slot with no record; o:<key> and l:<key> = the slots whose record has that
+--     owner key or last owner key, ascending and space-separated.
+--   KEYS[4] (free) and KEYS[5] (held), sorted sets: every slot record is in one of them. held: owner key set, score
+--     expires_at; free: released, or found expired by a sweep, score = the slot number. Acquire first sweeps the
+--     held leases that have expired into free, so the lowest free slot is the lower of free's first and hw.
+-- A namespace written before the index (or whose index was deleted) gets one at its next acquire.
+local INDEX_VERSION = '1'
+
+local function index_present()
+  return redis.call('HGET', KEYS[3], 'v') == INDEX_VERSION
+end
+
+local function list_of(field)
+  local v = redis.call('HGET', KEYS[3], field)
+  local list = {}
+  if v then
+    for part in string.gmatch(v, '%d+') do
+      list[#list + 1] = tonumber(part)
+    end
+  end
+  return list
+end
+
+local function list_change(field, slot, add)
+  local list, kept = list_of(field), {}
+  for _, s in ipairs(list) do
+    if s ~= slot then
+      kept[#kept + 1] = s
+    end
+  end
+  if add then
+    kept[#kept + 1] = slot
+    table.sort(kept)
+  end
+  if #kept == 0 then
+    redis.call('HDEL', KEYS[3], field)
+  else
+    local parts = {}
+    for i, s in ipairs(kept) do
+      parts[i] = fmt(s)
+    end
+    redis.call('HSET', KEYS[3], field, table.concat(parts, ' '))
+  end
+end
+
+local function index_placement(r, now)
+  if r.owner_key and r.expires_at >= now then
+    redis.call('ZADD', KEYS[5], r.expires_at, fmt(r.slot))
+    redis.call('ZREM', KEYS[4], fmt(r.slot))
+  else
+    redis.call('ZADD', KEYS[4], r.slot, fmt(r.slot))
+    redis.call('ZREM', KEYS[5], fmt(r.slot))
+  end
+end
+
+-- Keeps the index in step with a record just written; `before` holds the record's owner and last owner keys as
+-- they were, or is nil for a slot that had no record.
+local function index_update(r, before, now)
+  if before == nil then
+    -- A count that is not a number stays so: the next acquire finds it wrong and rebuilds.
+    local n = tonumber(redis.call('HGET', KEYS[3], 'n'))
+    if n then
+      redis.call('HSET', KEYS[3], 'n', fmt(n + 1))
+    end
+    local hw = tonumber(redis.call('HGET', KEYS[3], 'hw'))
+    if hw == r.slot then
+      while redis.call('HEXISTS', KEYS[2], fmt(hw)) == 1 do
+        hw = hw + 1
+      end
+      redis.call('HSET', KEYS[3], 'hw', fmt(hw))
+    end
+    before = { owner_key = false, last_owner_key = false }
+  end
+  if before.owner_key ~= r.owner_key then
+    if before.owner_key then
+      list_change('o:' .. before.owner_key, r.slot, false)
+    end
+    if r.owner_key then
+      list_change('o:' .. r.owner_key, r.slot, true)
+    end
+  end
+  if before.last_owner_key ~= r.last_owner_key then
+    if before.last_owner_key then
+      list_change('l:' .. before.last_owner_key, r.slot, false)
+    end
+    if r.last_owner_key then
+      list_change('l:' .. r.last_owner_key, r.slot, true)
+    end
+  end
+  index_placement(r, now)
+end
+
+-- Builds the index anew from every record: once per namespace, or after a hint the records contradicted.
+local function rebuild_index(now)
+  redis.call('DEL', KEYS[3], KEYS[4], KEYS[5])
+  local slots = read_slots()
+  local hw = 0
+  local owners, lasts = {}, {}
+  local function append(t, k, slot)
+    if k then
+      t[k] = t[k] or {}
+      t[k][#t[k] + 1] = fmt(slot)
+    end
+  end
+  for _, r in ipairs(slots) do
+    if r.slot == hw then
+      hw = hw + 1
+    end
+    index_placement(r, now)
+    append(owners, r.owner_key, r.slot)
+    append(lasts, r.last_owner_key, r.slot)
+  end
+  for k, list in pairs(owners) do
+    redis.call('HSET', KEYS[3], 'o:' .. k, table.concat(list, ' '))
+  end
+  for k, list in pairs(lasts) do
+    redis.call('HSET', KEYS[3], 'l:' .. k, table.concat(list, ' '))
+  end
+  redis.call('HSET', KEYS[3], 'v', INDEX_VERSION, 'n', fmt(#slots), 'hw', fmt(hw))
+end
+
+-- Writes a slot record, and keeps the index (when there is one) in step. `before`: the record's owner and last
+-- owner keys before this write ({ owner_key, last_owner_key }), or nil when the slot had no record.
+local function write_slot(r, before, now)
   local v = 'v1;' .. fmt(exact(r.fence, 'fence')) .. ';' .. fmt(exact(r.expires_at, 'expires_at')) .. ';'
     .. fmt(exact(r.floor, 'floor')) .. ';' .. fmt(exact(r.ceiling, 'ceiling')) .. ';'
     .. fmt(exact(r.next_floor, 'next_floor')) .. ';' .. (r.incarnation or '') .. ';'
     .. key_part(r.owner_key) .. key_part(r.last_owner_key)
   redis.call('HSET', KEYS[2], fmt(r.slot), v)
+  if index_present() then
+    index_update(r, before, now)
+  end
+end
+
+local function keys_of(r)
+  return { owner_key = r.owner_key, last_owner_key = r.last_owner_key }
 end
 
 -- protocol::validate: refuses a record that no sequence of protocol steps can produce.

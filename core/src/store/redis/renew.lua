@@ -13,11 +13,12 @@ return run(function()
   local now = store_now()
   matching(slot, r, incarnation, fence, floor, ceiling)
 
+  local before = keys_of(r)
   local expires_at = math.max(r.expires_at, exact(now + ttl, 'expires_at'))
   local new_ceiling = math.max(exact(expires_at + tolerance, 'ceiling'), r.floor, r.ceiling)
   r.expires_at = expires_at
   r.ceiling = new_ceiling
   r.next_floor = math.max(r.next_floor, new_ceiling)
-  write_slot(r)
+  write_slot(r, before, now)
   return lease_reply(r, now, false)
 end)
