@@ -19,9 +19,16 @@
 //!   lock-step). Up to `--max-runtimes` holders (default 4,096) are
 //!   `Runtime`s, each with its keeper thread; above that, tokio tasks driving the store API on the keeper's
 //!   schedule (acquire, then renew ttl/3 after the last renewal ended), sharing 16 connections;
+//! - **namespace size**: one namespace filled with N leases (`--fill N`, default 64, 1,024, 4,096 and 16,384;
+//!   `--quick`: 64 and 1,024) through the store API (16 acquires in flight, long ttl), then acquire-and-release
+//!   of one more owner 200 times, one at a time: the acquire's p50/p99 at that size. Acquire cost that does not
+//!   grow with the namespace shows as a flat p50; the fill rate is printed too. A fill stops after
+//!   `--fill-seconds` (default 120) and measures at the size it reached;
 //! - **first id**: the `cosid` CLI (`--cosid-bin`, `COSID_BIN`, or a `cosid` beside this binary) run as a process
 //!   `--first-id-runs` times: process start to the first id printed (p50/max); without a CLI, a `Runtime` started
 //!   in this process.
+//!
+//! `--phases storm,steady,size,first` runs only the phases named.
 //!
 //! Each `Runtime` opens its own store (its own connection), as a process does; PostgreSQL and MySQL cap their
 //! connections (`max_connections`), so there the runtimes share one store (one pool, as processes behind a
@@ -67,13 +74,17 @@ struct Options {
     cosid_bin: Option<PathBuf>,
     first_id_runs: usize,
     server_pids: Vec<u32>,
+    fills: Vec<usize>,
+    fill_limit: Duration,
+    phases: Vec<String>,
 }
 
 fn usage() -> ! {
     eprintln!(
         "usage: cosid-fleet --store URL [--store URL...] [--quick] [--storm N:BITS]... [--holders N]... \
          [--ttl-ms MS] [--seconds S] [--connections K] [--max-runtimes N] [--cosid-bin PATH] \
-         [--first-id-runs N] [--server-pid PID]..."
+         [--first-id-runs N] [--server-pid PID]... [--fill N]... [--fill-seconds S] \
+         [--phases storm,steady,size,first]"
     );
     std::process::exit(2)
 }
@@ -97,6 +108,11 @@ fn options() -> Options {
             }),
         first_id_runs: if quick { 3 } else { 10 },
         server_pids: Vec::new(),
+        fills: Vec::new(),
+        fill_limit: Duration::from_secs(120),
+        phases: ["storm", "steady", "size", "first"]
+            .map(String::from)
+            .to_vec(),
     };
     let mut it = args.iter();
     while let Some(arg) = it.next() {
@@ -121,6 +137,9 @@ fn options() -> Options {
             "--cosid-bin" => o.cosid_bin = Some(value().into()),
             "--first-id-runs" => o.first_id_runs = number(value()) as usize,
             "--server-pid" => o.server_pids.push(number(value()) as u32),
+            "--fill" => o.fills.push(number(value()) as usize),
+            "--fill-seconds" => o.fill_limit = Duration::from_secs(number(value())),
+            "--phases" => o.phases = value().split(',').map(String::from).collect(),
             _ => usage(),
         }
     }
@@ -132,6 +151,13 @@ fn options() -> Options {
             vec![(64, 10)]
         } else {
             vec![(1_024, 10), (4_096, 12)]
+        };
+    }
+    if o.fills.is_empty() {
+        o.fills = if quick {
+            vec![64, 1_024]
+        } else {
+            vec![64, 1_024, 4_096, 16_384]
         };
     }
     if o.steady.is_empty() {
@@ -171,6 +197,7 @@ fn main() {
     let mut storms = Vec::new();
     let mut steady = Vec::new();
     let mut first = Vec::new();
+    let mut sizes = Vec::new();
     for url in &o.stores {
         let name = cosid::store::redacted(url);
         let stores = match tokio.block_on(Stores::open(url, o.connections)) {
@@ -186,13 +213,14 @@ fn main() {
             stores.describe(),
             server.as_ref().map_or("n/a".into(), |p| format!("{p:?}"))
         );
-        for &(holders, bits) in &o.storms {
+        let run = |phase: &str| o.phases.iter().any(|p| p == phase);
+        for &(holders, bits) in o.storms.iter().filter(|_| run("storm")) {
             eprintln!("storm: {holders} holders, bits {bits}");
             let row = tokio.block_on(storm(url, &stores, holders, bits));
             eprintln!("| {name} | {row}");
             storms.push(format!("| {name} | {row}"));
         }
-        for &holders in &o.steady {
+        for &holders in o.steady.iter().filter(|_| run("steady")) {
             eprintln!("steady: {holders} holders, ttl {} ms", o.ttl.as_millis());
             let row = if holders <= o.max_runtimes {
                 tokio.block_on(steady_runtimes(
@@ -208,8 +236,16 @@ fn main() {
             eprintln!("| {name} | {row}");
             steady.push(format!("| {name} | {row}"));
         }
-        eprintln!("first id");
-        first.push(format!("| {name} | {} |", first_id(url, &o)));
+        for &n in o.fills.iter().filter(|_| run("size")) {
+            eprintln!("namespace size: {n} leases");
+            let row = tokio.block_on(namespace_size(&stores, n, o.fill_limit));
+            eprintln!("| {name} | {row}");
+            sizes.push(format!("| {name} | {row}"));
+        }
+        if run("first") {
+            eprintln!("first id");
+            first.push(format!("| {name} | {} |", first_id(url, &o)));
+        }
     }
 
     println!("\nStorm: N runtimes started at once on one namespace (ttl 30 s); acquire = start to ready (ms)\n");
@@ -224,6 +260,12 @@ fn main() {
     println!("| store | holders | namespaces | driver | renewals/s | expected/s | server CPU (% of a core) | server CPU µs/renewal | harness CPU (% of a core) | busiest 100 ms ÷ mean | renew p50/p99 ms | errors |");
     println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
     steady.iter().for_each(|r| println!("{r}"));
+    println!(
+        "\nNamespace size: one more owner's acquire (then release) in a namespace of N held leases, 200 times (ms)\n"
+    );
+    println!("| store | leases | bits | fill | fill rate (acquires/s) | acquire p50 | acquire p99 | errors |");
+    println!("|---|---|---|---|---|---|---|---|");
+    sizes.iter().for_each(|r| println!("{r}"));
     println!("\nFirst id: process start to the first id printed (ms)\n");
     println!("| store | how | runs | p50 | max |");
     println!("|---|---|---|---|---|");
@@ -377,6 +419,96 @@ impl LeaseStore for OnHarness {
         self.on(|s| async move { s.raise_not_before(&namespace, &config, not_before).await })
             .await
     }
+}
+
+/// Fills a fresh namespace with `n` leases (16 acquires in flight, ttl 10 min), within `limit`; then one more
+/// owner acquires and releases 200 times, one at a time. The row of the namespace-size table.
+async fn namespace_size(stores: &Stores, n: usize, limit: Duration) -> String {
+    const PROBES: usize = 200;
+    const IN_FLIGHT: usize = 16;
+    const TTL_MS: u64 = 600_000;
+    let bits = (usize::BITS - (n + PROBES).leading_zeros()) as u8;
+    let config = NamespaceConfig {
+        bits,
+        tolerance_ms: 1_000,
+        layout: cosid::Layout::millis(),
+    };
+    let run = fresh("size");
+    let ns = Namespace::new(&run).expect("a namespace name");
+    let errors = Arc::new(Mutex::new(Errors::default()));
+    let next = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let started = Instant::now();
+    let deadline = started + limit;
+    let workers: Vec<_> = (0..IN_FLIGHT)
+        .map(|w| {
+            let store = stores.for_tasks[w % stores.for_tasks.len()].clone();
+            let (ns, errors, next, run) = (ns.clone(), errors.clone(), next.clone(), run.clone());
+            tokio::spawn(async move {
+                let mut done = 0usize;
+                while Instant::now() < deadline {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    if i >= n {
+                        break;
+                    }
+                    let request = AcquireRequest {
+                        owner: Owner::new(format!("{run}-{i}")),
+                        ttl_ms: TTL_MS,
+                        preferred_slot: None,
+                    };
+                    match store.acquire(&ns, &config, &request).await {
+                        Ok(_) => done += 1,
+                        Err(e) => errors.lock().unwrap().add(cosid::Error::from(e).code()),
+                    }
+                }
+                done
+            })
+        })
+        .collect();
+    let mut filled = 0;
+    for w in workers {
+        filled += w.await.expect("a fill task");
+    }
+    let fill_time = started.elapsed();
+    let store = stores.for_tasks[0].clone();
+    let mut took = Vec::with_capacity(PROBES);
+    for i in 0..PROBES {
+        let request = AcquireRequest {
+            owner: Owner::new(format!("{run}-probe-{i}")),
+            ttl_ms: TTL_MS,
+            preferred_slot: None,
+        };
+        let t = Instant::now();
+        match store.acquire(&ns, &config, &request).await {
+            Ok(got) => {
+                took.push(t.elapsed());
+                if let Err(e) = store.release(&got.lease, None).await {
+                    errors.lock().unwrap().add(cosid::Error::from(e).code());
+                }
+            }
+            Err(e) => errors.lock().unwrap().add(cosid::Error::from(e).code()),
+        }
+    }
+    took.sort();
+    let size = if filled == n {
+        format!("{n}")
+    } else {
+        format!("{filled} (of {n}, fill stopped at {} s)", limit.as_secs())
+    };
+    let q = |p: f64| {
+        if took.is_empty() {
+            "-".to_string()
+        } else {
+            millis(quantile(&took, p).unwrap_or_default())
+        }
+    };
+    format!(
+        "{size} | {bits} | {:.1} s | {:.0} | {} | {} | {} |",
+        fill_time.as_secs_f64(),
+        filled as f64 / fill_time.as_secs_f64(),
+        q(0.5),
+        q(0.99),
+        errors.lock().unwrap(),
+    )
 }
 
 fn fresh(label: &str) -> String {
