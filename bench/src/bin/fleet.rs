@@ -491,8 +491,10 @@ async fn namespace_size(stores: &Stores, n: usize, limit: Duration) -> String {
     took.sort();
     let size = if filled == n {
         format!("{n}")
+    } else if fill_time >= limit {
+        format!("{filled} (of {n}; fill stopped at {} s)", limit.as_secs())
     } else {
-        format!("{filled} (of {n}, fill stopped at {} s)", limit.as_secs())
+        format!("{filled} (of {n}; the rest failed)")
     };
     let q = |p: f64| {
         if took.is_empty() {
