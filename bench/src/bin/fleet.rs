@@ -18,7 +18,8 @@
 //!   spread, 10 is all at once for a one-second period; at most 64 start at once, so only N = 64 starts in
 //!   lock-step). Up to `--max-runtimes` holders (default 4,096) are
 //!   `Runtime`s, each with its keeper thread; above that, tokio tasks driving the store API on the keeper's
-//!   schedule (acquire, then renew ttl/3 after the last renewal ended), sharing 16 connections;
+//!   schedule (acquire, then renew ttl/3 after the last renewal ended), sharing 16 connections; those not holding
+//!   a slot `--settle-seconds` (default 300) after the start give up, and the rest are measured;
 //! - **namespace size**: one namespace filled with N leases (`--fill N`, default 64, 1,024, 4,096 and 16,384;
 //!   `--quick`: 64 and 1,024) through the store API (16 acquires in flight, long ttl), then acquire-and-release
 //!   of one more owner 200 times, one at a time: the acquire's p50/p99 at that size. Acquire cost that does not
@@ -77,6 +78,7 @@ struct Options {
     fills: Vec<usize>,
     fill_limit: Duration,
     phases: Vec<String>,
+    settle_limit: Duration,
 }
 
 fn usage() -> ! {
@@ -84,7 +86,7 @@ fn usage() -> ! {
         "usage: cosid-fleet --store URL [--store URL...] [--quick] [--storm N:BITS]... [--holders N]... \
          [--ttl-ms MS] [--seconds S] [--connections K] [--max-runtimes N] [--cosid-bin PATH] \
          [--first-id-runs N] [--server-pid PID]... [--fill N]... [--fill-seconds S] \
-         [--phases storm,steady,size,first]"
+         [--phases storm,steady,size,first] [--settle-seconds S]"
     );
     std::process::exit(2)
 }
@@ -110,6 +112,7 @@ fn options() -> Options {
         server_pids: Vec::new(),
         fills: Vec::new(),
         fill_limit: Duration::from_secs(120),
+        settle_limit: Duration::from_secs(300),
         phases: ["storm", "steady", "size", "first"]
             .map(String::from)
             .to_vec(),
@@ -140,6 +143,7 @@ fn options() -> Options {
             "--fill" => o.fills.push(number(value()) as usize),
             "--fill-seconds" => o.fill_limit = Duration::from_secs(number(value())),
             "--phases" => o.phases = value().split(',').map(String::from).collect(),
+            "--settle-seconds" => o.settle_limit = Duration::from_secs(number(value())),
             _ => usage(),
         }
     }
@@ -823,14 +827,18 @@ async fn steady_tasks(
     };
     let go = Arc::new(tokio::sync::Barrier::new(holders + 1));
     let gate = Arc::new(tokio::sync::Semaphore::new(RAMP));
-    // Holders that hold a slot or gave up: the measurement starts when all have.
+    // Holders that hold a slot or gave up: the measurement starts when all have, or at the phase's deadline
+    // (`--settle-seconds`), when those not yet started give up and the rest are measured.
     let settled = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let cutoff = Arc::new(AtomicBool::new(false));
+    let holding = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let tasks: Vec<_> = (0..holders)
         .map(|i| {
             let store = stores.for_tasks[i % stores.for_tasks.len()].clone();
             let ns = Namespace::new(names[i / PER_NAMESPACE].clone()).expect("a valid name");
             let (rec, stop, go) = (rec.clone(), stop.clone(), go.clone());
             let (gate, settled) = (gate.clone(), settled.clone());
+            let (cutoff, holding) = (cutoff.clone(), holding.clone());
             let request = AcquireRequest {
                 owner: Owner::new(format!("fleet-{}-{i}", names[0])),
                 ttl_ms,
@@ -841,6 +849,9 @@ async fn steady_tasks(
                 let pass = gate.acquire().await.expect("an open gate");
                 let deadline = Instant::now() + ACQUIRE_TIMEOUT;
                 let acquired = loop {
+                    if cutoff.load(Ordering::Relaxed) {
+                        break None;
+                    }
                     match store.acquire(&ns, &config, &request).await {
                         Ok(a) => break Some(a.lease),
                         Err(e) if e.is_retryable() || matches!(e, StoreError::Exhausted { .. }) => {
@@ -857,6 +868,9 @@ async fn steady_tasks(
                     }
                 };
                 drop(pass);
+                if acquired.is_some() {
+                    holding.fetch_add(1, Ordering::Relaxed);
+                }
                 settled.fetch_add(1, Ordering::Relaxed);
                 let Some(mut lease) = acquired else {
                     return;
@@ -882,19 +896,35 @@ async fn steady_tasks(
         })
         .collect();
     go.wait().await;
+    let settle_deadline = Instant::now() + o.settle_limit;
     while settled.load(Ordering::Relaxed) < holders {
+        if Instant::now() >= settle_deadline {
+            cutoff.store(true, Ordering::Relaxed);
+        }
         tokio::time::sleep(BUCKET).await;
     }
+    let held = holding.load(Ordering::Relaxed);
     let w = measure(o, &rec, server).await;
     stop.store(true, Ordering::Relaxed);
     for t in tasks {
         let _ = t.await;
     }
+    let started = if held == holders {
+        format!("{holders}")
+    } else if cutoff.load(Ordering::Relaxed) {
+        format!(
+            "{held} of {holders} (the rest not started within {} s)",
+            o.settle_limit.as_secs()
+        )
+    } else {
+        format!("{held} of {holders}")
+    };
+    // Renewals expected of the holders that hold a slot.
     format!(
-        "{holders} | {} | tasks ({} connections) | {}",
+        "{started} | {} | tasks ({} connections) | {}",
         names.len(),
         stores.for_tasks.len(),
-        steady_columns(o, holders, &rec, &w)
+        steady_columns(o, held, &rec, &w)
     )
 }
 
