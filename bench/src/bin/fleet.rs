@@ -622,7 +622,13 @@ async fn storm(url: &str, stores: &Stores, holders: usize, bits: u8) -> String {
                 latencies.push(took);
                 runtimes.push(rt);
             }
-            Err(e) => errors.add(e.code()),
+            Err(e) => {
+                // The first message of each code, so an error count can be traced.
+                if !errors.0.contains_key(e.code()) {
+                    eprintln!("storm: first {}: {e}", e.code());
+                }
+                errors.add(e.code());
+            }
         }
     }
     latencies.sort();
