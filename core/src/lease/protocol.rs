@@ -139,7 +139,7 @@ pub fn validate(
     Ok(())
 }
 
-/// Chooses a slot and grants a lease on it at store time `now`.
+/// Chooses a slot and grants a lease on it at store time `now`, deciding on every record of the namespace.
 ///
 /// `slots` holds the stored records of the namespace (slots never used have none), each already
 /// [validated](validate). Preference: the slot this exact owner already holds (returned unchanged); the preferred
@@ -154,16 +154,76 @@ pub fn acquire(
     request: &AcquireRequest,
     now: u64,
 ) -> Result<Grant, StoreError> {
+    let view = View {
+        records: slots,
+        lowest_unused: lowest_unused(slots, ns.bits),
+    };
+    acquire_in(namespace, ns, &view, request, now)
+}
+
+/// The lowest slot below `2^bits` that none of `slots` is for.
+pub fn lowest_unused(slots: &[SlotRecord], bits: u8) -> Option<u32> {
+    let mut used: Vec<u32> = slots.iter().map(|r| r.slot).collect();
+    used.sort_unstable();
+    used.dedup();
+    let gap = used
+        .iter()
+        .enumerate()
+        .find(|&(i, &s)| u64::from(s) != i as u64)
+        .map_or(used.len() as u64, |(i, _)| i as u64);
+    (gap < 1u64 << bits).then_some(gap as u32)
+}
+
+/// What an acquisition decides on: some records of a namespace and where its never-used slots begin.
+///
+/// A store that reads every record passes them all (what [`acquire`] does). A store that reads fewer must pass,
+/// each validated, at least: every record whose owner key or last owner key is the request's; the record of the
+/// preferred slot and of `lowest_unused`, if they have one; the lowest-numbered free record (released, or
+/// expired before `now`), and the lowest-numbered free one whose `next_floor` is at most `now + tolerance`; and the
+/// held record that expires first. The decision is then the one [`acquire`] makes on every record. A
+/// `lowest_unused` that has a record, or is not the lowest slot without one, is a stale hint: [`acquire_in`]
+/// refuses the first (so a grant never overwrites a record it did not read), and the second can only make it
+/// pass over a slot never used.
+#[derive(Debug, Clone, Copy)]
+pub struct View<'a> {
+    /// Records of the namespace, validated, at most one per slot, in any order.
+    pub records: &'a [SlotRecord],
+    /// The lowest slot that has no record, or `None` when every slot has one.
+    pub lowest_unused: Option<u32>,
+}
+
+/// [`acquire`] deciding on a [`View`] of the namespace instead of every record. Fails with `Corrupt` when the
+/// view's `lowest_unused` has a record: the store's hint is stale and must be recomputed.
+pub fn acquire_in(
+    namespace: &Namespace,
+    ns: &NamespaceRecord,
+    view: &View<'_>,
+    request: &AcquireRequest,
+    now: u64,
+) -> Result<Grant, StoreError> {
+    let slots = view.records;
     let owner = &request.owner;
+    let count = 1u64 << ns.bits;
+    let record_of = |slot: u32| slots.iter().find(|r| r.slot == slot);
+    if let Some(s) = view.lowest_unused {
+        if record_of(s).is_some() {
+            return Err(StoreError::Corrupt {
+                store: "protocol",
+                what: format!("the lowest unused slot of namespace {namespace}"),
+                detail: format!("slot {s} has a record"),
+            });
+        }
+    }
     let duplicate_owner_key = slots
         .iter()
         .filter(|r| r.is_held_at(now))
-        .find(|r| {
+        .filter(|r| {
             r.owner
                 .as_ref()
                 .is_some_and(|o| o.key == owner.key && o.incarnation != owner.incarnation)
         })
-        .map(|r| r.slot);
+        .map(|r| r.slot)
+        .min();
 
     if let Some(mine) = slots.iter().find(|r| r.is_owned_by(owner)) {
         let lease = mine
@@ -178,8 +238,6 @@ pub fn acquire(
         });
     }
 
-    let count = 1u64 << ns.bits;
-    let record_of = |slot: u32| slots.iter().find(|r| r.slot == slot);
     let is_free = |slot: u32| record_of(slot).is_none_or(|r| !r.is_held_at(now));
     // A slot whose floor is far in the future (released by a holder whose clock ran ahead, say) makes its next
     // holder wait until then. The lowest free slot is looked for first among slots that can start within the
@@ -209,12 +267,15 @@ pub fn acquire(
             .filter(|&s| is_free(s) && ready(s))
             .min()
     };
-    // Stops within #slots + 1 steps unless every slot is held: a slot never used is free, and past when
-    // not_before is, the only case where past slots are looked for.
+    // The lowest free slot is the lower of the lowest free record and the lowest slot never used. A slot never
+    // used has `not_before` for its floor, which is past whenever the past ones are looked for, so it is ready.
     let lowest = |ready: &dyn Fn(u32) -> bool| {
-        (0..count)
-            .map(|s| s as u32)
-            .find(|&s| is_free(s) && ready(s))
+        let record = slots
+            .iter()
+            .map(|r| r.slot)
+            .filter(|&s| u64::from(s) < count && is_free(s) && ready(s))
+            .min();
+        record.into_iter().chain(view.lowest_unused).min()
     };
     let chosen = preferred(&near)
         .or_else(|| sticky(&near))
@@ -394,4 +455,194 @@ pub fn raise_not_before(
         not_before,
         ..record
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lease::Owner;
+    use proptest::prelude::*;
+    use uuid::Uuid;
+
+    const KEYS: [&str; 3] = ["a", "b", "c"];
+    const NOW: u64 = 1_000;
+
+    fn incarnation(i: u8) -> Uuid {
+        Uuid::from_u128(u128::from(i) + 1)
+    }
+
+    /// A record that `validate` accepts, around `NOW`: held or expired or released, floors before or after now.
+    fn record() -> impl Strategy<Value = SlotRecord> {
+        (
+            proptest::option::of((0..KEYS.len(), 0u8..3)),
+            proptest::option::of(0..KEYS.len()),
+            1u64..5,
+            900u64..1_100,
+            800u64..1_400,
+            0u64..300,
+            0u64..300,
+        )
+            .prop_map(|(owner, last, fence, expires_at, floor, span, extra)| {
+                let ceiling = floor + span;
+                SlotRecord {
+                    slot: 0,
+                    owner: owner.map(|(k, i)| Owner {
+                        key: KEYS[k].into(),
+                        incarnation: incarnation(i),
+                    }),
+                    last_owner_key: last.map(|k| KEYS[k].into()),
+                    fence,
+                    expires_at,
+                    floor,
+                    ceiling,
+                    next_floor: ceiling + extra,
+                }
+            })
+    }
+
+    /// A namespace of `2^bits` slots, some with records, and a request.
+    fn case() -> impl Strategy<Value = (NamespaceRecord, Vec<SlotRecord>, AcquireRequest)> {
+        (1u8..6).prop_flat_map(|bits| {
+            let count = 1usize << bits;
+            (
+                Just(bits),
+                proptest::collection::vec(proptest::option::of(record()), count),
+                0u64..1_300,
+                0u64..200,
+                0..KEYS.len(),
+                0u8..3,
+                proptest::option::of(0u32..40),
+                1u64..400,
+            )
+                .prop_map(
+                    |(bits, records, not_before, tolerance_ms, key, inc, preferred_slot, ttl_ms)| {
+                        let slots = records
+                            .into_iter()
+                            .enumerate()
+                            .filter_map(|(s, r)| r.map(|r| SlotRecord { slot: s as u32, ..r }))
+                            .collect();
+                        let ns = NamespaceRecord {
+                            bits,
+                            tolerance_ms,
+                            not_before,
+                            layout: None,
+                        };
+                        let request = AcquireRequest {
+                            owner: Owner {
+                                key: KEYS[key].into(),
+                                incarnation: incarnation(inc),
+                            },
+                            ttl_ms,
+                            preferred_slot,
+                        };
+                        (ns, slots, request)
+                    },
+                )
+        })
+    }
+
+    /// What a store that fetches candidates with indexed queries passes (the records [`View`] requires, and only
+    /// those), as the SQL stores do.
+    fn candidates(
+        ns: &NamespaceRecord,
+        slots: &[SlotRecord],
+        request: &AcquireRequest,
+    ) -> Vec<SlotRecord> {
+        let key = Some(request.owner.key.as_str());
+        let unused = lowest_unused(slots, ns.bits);
+        let free = |r: &&SlotRecord| !r.is_held_at(NOW);
+        let soon = NOW + ns.tolerance_ms;
+        let mut picked: Vec<&SlotRecord> = slots
+            .iter()
+            .filter(|r| {
+                r.owner.as_ref().map(|o| o.key.as_str()) == key
+                    || r.last_owner_key.as_deref() == key
+                    || Some(r.slot) == request.preferred_slot
+                    || Some(r.slot) == unused
+            })
+            .collect();
+        picked.extend(slots.iter().filter(free).min_by_key(|r| r.slot));
+        picked.extend(
+            slots
+                .iter()
+                .filter(free)
+                .filter(|r| r.next_floor <= soon)
+                .min_by_key(|r| r.slot),
+        );
+        picked.extend(
+            slots
+                .iter()
+                .filter(|r| r.is_held_at(NOW))
+                .min_by_key(|r| r.expires_at),
+        );
+        picked.sort_by_key(|r| r.slot);
+        picked.dedup_by_key(|r| r.slot);
+        picked.into_iter().cloned().collect()
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(4_000))]
+
+        /// Deciding on the candidates an indexed store fetches gives what deciding on every record gives.
+        #[test]
+        fn a_view_of_candidates_decides_as_every_record_does((ns, slots, request) in case()) {
+            let namespace = Namespace::new("n").unwrap();
+            let every = acquire(&namespace, &ns, &slots, &request, NOW);
+            let records = candidates(&ns, &slots, &request);
+            let view = View { records: &records, lowest_unused: lowest_unused(&slots, ns.bits) };
+            let decided = acquire_in(&namespace, &ns, &view, &request, NOW);
+            prop_assert_eq!(format!("{decided:?}"), format!("{every:?}"));
+        }
+    }
+
+    #[test]
+    fn lowest_unused_is_the_first_gap() {
+        let at = |slot| SlotRecord {
+            slot,
+            owner: None,
+            last_owner_key: None,
+            fence: 1,
+            expires_at: 0,
+            floor: 0,
+            ceiling: 0,
+            next_floor: 0,
+        };
+        assert_eq!(lowest_unused(&[], 2), Some(0));
+        assert_eq!(lowest_unused(&[at(1), at(0), at(3)], 2), Some(2));
+        assert_eq!(lowest_unused(&[at(0), at(1), at(2), at(3)], 2), None);
+        assert_eq!(lowest_unused(&[at(0), at(2)], 1), Some(1));
+    }
+
+    #[test]
+    fn a_lowest_unused_slot_that_has_a_record_is_refused() {
+        let namespace = Namespace::new("n").unwrap();
+        let ns = NamespaceRecord {
+            bits: 2,
+            tolerance_ms: 10,
+            not_before: 0,
+            layout: None,
+        };
+        let taken = SlotRecord {
+            slot: 0,
+            owner: Some(Owner::new("x")),
+            last_owner_key: Some("x".into()),
+            fence: 1,
+            expires_at: NOW + 100,
+            floor: 0,
+            ceiling: NOW + 110,
+            next_floor: NOW + 110,
+        };
+        let request = AcquireRequest {
+            owner: Owner::new("y"),
+            ttl_ms: 100,
+            preferred_slot: None,
+        };
+        let records = [taken];
+        let view = View {
+            records: &records,
+            lowest_unused: Some(0),
+        };
+        let refused = acquire_in(&namespace, &ns, &view, &request, NOW);
+        assert!(matches!(refused, Err(StoreError::Corrupt { .. })), "{refused:?}");
+    }
 }
