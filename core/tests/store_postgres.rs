@@ -3,6 +3,8 @@
 //! are skipped.
 #![cfg(feature = "postgres")]
 
+#[path = "targets/hints.rs"]
+mod hints;
 #[path = "targets/postgres.rs"]
 mod target;
 
@@ -13,6 +15,17 @@ use cosid::lease::Owner;
 use cosid::store::{LeaseStore, PostgresStore, StoreError, StoreUrl};
 use std::sync::Arc;
 use target::{connect, raw_client, target, Postgres, SCRIPT, URL_VAR};
+
+/// The store's query for an acquisition's candidate rows.
+const CANDIDATES_SQL: &str = include_str!("../src/store/postgres/candidates.sql");
+
+fn request(key: &str) -> cosid::lease::AcquireRequest {
+    cosid::lease::AcquireRequest {
+        owner: Owner::new(key),
+        ttl_ms: LONG_TTL_MS,
+        preferred_slot: None,
+    }
+}
 
 conformance::conformance_tests!(target());
 
@@ -394,4 +407,133 @@ fn a_runtime_whose_sessions_commit_asynchronously_reports_it_as_an_event() {
             expected: "on".into(),
         }]
     );
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// The acquire's candidate rows and `lowest_unused`: hints that must never change a decision.
+
+/// The same random calls on a namespace that keeps `lowest_unused` and on one whose `lowest_unused` is reset
+/// before every call (so each of its acquires reads every row).
+#[tokio::test]
+async fn acquires_on_candidate_rows_decide_as_reading_every_row_does() {
+    let Some(t) = target().await else { return };
+    let raw = Arc::new(t.raw);
+    hints::hints_never_change_a_decision(t.store.clone(), move |full| {
+        let raw = raw.clone();
+        async move {
+            raw.execute(
+                "UPDATE cosid_namespace SET lowest_unused = NULL WHERE name = $1",
+                &[&full.encoded()],
+            )
+            .await
+            .unwrap();
+        }
+    })
+    .await;
+}
+
+/// Random namespaces written with their `lowest_unused`, then one acquire each: the store's answer is the protocol's
+/// decision on every row.
+#[tokio::test]
+async fn acquires_on_candidate_rows_decide_as_the_protocol_on_every_row() {
+    let Some(t) = target().await else { return };
+    let t = Arc::new(t);
+    let raw = t.clone();
+    hints::hinted_acquires_decide_as_the_protocol_on_every_row(
+        t.store.clone(),
+        300,
+        move |ns, rows, unused| {
+            let raw = raw.clone();
+            async move { raw.put_hinted(&ns, &rows, unused, 3).await }
+        },
+    )
+    .await;
+}
+
+/// A `lowest_unused` that names a slot with a row (written by a version that did not keep it) is caught: the
+/// acquire reads every row, takes the true lowest unused slot, and sets `lowest_unused` right.
+#[tokio::test]
+async fn a_lowest_unused_that_names_a_used_slot_is_caught_and_set_right() {
+    let Some(t) = target().await else { return };
+    let ns = fresh("pg-hint-stale");
+    let store = t.store.clone();
+    let a = store
+        .acquire(&ns, &CONFIG, &request("a"))
+        .await
+        .unwrap()
+        .lease;
+    let b = store
+        .acquire(&ns, &CONFIG, &request("b"))
+        .await
+        .unwrap()
+        .lease;
+    assert_eq!((a.slot, b.slot), (0, 1));
+    assert_eq!(lowest_unused(&t.raw, &ns).await, Some(2));
+    t.raw
+        .execute(
+            "UPDATE cosid_namespace SET lowest_unused = 1 WHERE name = $1",
+            &[&ns.encoded()],
+        )
+        .await
+        .unwrap();
+    let c = store
+        .acquire(&ns, &CONFIG, &request("c"))
+        .await
+        .unwrap()
+        .lease;
+    assert_eq!((c.slot, c.fence), (2, 1), "slot 1 is held by b");
+    assert_eq!(lowest_unused(&t.raw, &ns).await, Some(3));
+}
+
+async fn lowest_unused(raw: &tokio_postgres::Client, ns: &cosid::lease::Namespace) -> Option<i64> {
+    raw.query_one(
+        "SELECT lowest_unused FROM cosid_namespace WHERE name = $1",
+        &[&ns.encoded()],
+    )
+    .await
+    .unwrap()
+    .get(0)
+}
+
+/// Each part of the candidate query reads through an index: run in a namespace of 2,048 rows, its plan has no
+/// sequential scan of `cosid_slot` and its index scans pass over almost no rows (an index that does not fit a
+/// part shows as an index scan that filters the namespace's rows one by one).
+#[tokio::test]
+async fn the_candidate_query_reads_through_indexes() {
+    let Some(t) = target().await else { return };
+    let ns = fresh("pg-plan");
+    t.store
+        .acquire(&ns, &CONFIG, &request("first"))
+        .await
+        .unwrap();
+    t.raw
+        .execute(
+            "INSERT INTO cosid_slot (namespace, slot, owner_key, incarnation, last_owner_key, fence, expires_at,
+             floor, ceiling, next_floor)
+             SELECT $1, s, 'k' || s, '00000000-0000-4000-8000-000000000000', 'k' || s, 1, 9e15, 0, 9e15, 9e15
+             FROM generate_series(1, 2047) AS s",
+            &[&ns.encoded()],
+        )
+        .await
+        .unwrap();
+    t.raw.execute("ANALYZE cosid_slot", &[]).await.unwrap();
+    let plan: Vec<String> = t
+        .raw
+        .query(
+            &format!("EXPLAIN (ANALYZE, COSTS OFF) {CANDIDATES_SQL}"),
+            &[&ns.encoded(), &"k7", &5i64, &2048i64, &1i64, &2i64],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    let plan = plan.join("\n");
+    assert!(!plan.contains("Seq Scan"), "{plan}");
+    let passed_over: u64 = plan
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("Rows Removed by Filter: "))
+        .map(|n| n.parse::<u64>().unwrap())
+        .sum();
+    assert!(passed_over < 64, "{passed_over} rows passed over:\n{plan}");
 }

@@ -6,6 +6,8 @@
 //!   127.0.0.1 in a temporary folder; without `redis-server` on `PATH` they print why they are skipped.
 #![cfg(feature = "redis")]
 
+#[path = "targets/hints.rs"]
+mod hints;
 #[path = "targets/redis.rs"]
 mod target;
 
@@ -330,115 +332,18 @@ async fn urls_that_do_not_parse_are_refused() {
 // ---------------------------------------------------------------------------------------------------------------
 // The acquire index: a hint that must never change a decision.
 
-/// What a store call answered, with the times left out (two namespaces are called a moment apart).
-fn outcome<T>(r: &Result<T, StoreError>, fields: impl Fn(&T) -> String) -> String {
-    match r {
-        Ok(v) => format!("ok {}", fields(v)),
-        Err(e) => format!("{:?}", std::mem::discriminant(e)),
-    }
-}
-
-/// The same random calls on two namespaces: one that keeps its acquire index, and one whose index is deleted before
-/// every call, so each of its acquires reads every record and rebuilds the index (the protocol as written). Every
-/// answer must match: slot, fence, duplicate owner key, or the kind of refusal. Eight slots, six owner keys with two
-/// incarnations each, preferred slots in and out of range, renewals, releases handing timestamps past the
-/// ceiling (a floor ahead of the clock), and `not_before` raised past the tolerance. Leases last 200 ms and the
-/// rounds of calls are 450 ms apart, so whether a lease has expired never depends on the moment between the two
-/// namespaces' calls.
+/// The same random calls on an indexed namespace and on one whose index is deleted before every call.
 #[tokio::test]
 async fn acquires_through_the_index_decide_as_reading_every_record_does() {
-    use cosid::lease::{NamespaceConfig, SlotLease};
     let Some(t) = target().await else { return };
-    let store = t.store.clone();
-    let mut raw = t.raw.clone();
-    let config = NamespaceConfig { bits: 3, ..CONFIG };
-    const TTL: u64 = 200;
-    let mut calls = 0;
-    for seed in [
-        0x9e37_79b9_7f4a_7c15u64,
-        0xd1b5_4a32_d192_ed03,
-        0x2545_f491_4f6c_dd1d,
-    ] {
-        let indexed = fresh("index");
-        let full = fresh("index-full");
-        let mut state = seed;
-        let mut next = move |n: u64| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state % n
-        };
-        let owners: Vec<Owner> = (0..12).map(|i| Owner::new(format!("o{}", i % 6))).collect();
-        let mut held: Vec<Option<(SlotLease, SlotLease)>> = vec![None; owners.len()];
-        for _round in 0..16 {
-            for _ in 0..1 + next(12) {
-                let o = next(owners.len() as u64) as usize;
-                let op = next(20);
-                let _: () = raw.del(&RedisStore::index_keys(&full)).await.unwrap();
-                let (a, b) = match (op, &held[o]) {
-                    (0..=10, _) => {
-                        let request = AcquireRequest {
-                            owner: owners[o].clone(),
-                            ttl_ms: TTL,
-                            preferred_slot: (next(3) == 0).then(|| next(10) as u32),
-                        };
-                        let a = store.acquire(&indexed, &config, &request).await;
-                        let b = store.acquire(&full, &config, &request).await;
-                        let fields = |g: &cosid::lease::Acquired| {
-                            format!(
-                                "{} {} {:?}",
-                                g.lease.slot, g.lease.fence, g.duplicate_owner_key
-                            )
-                        };
-                        let out = (outcome(&a, fields), outcome(&b, fields));
-                        if let (Ok(a), Ok(b)) = (a, b) {
-                            held[o] = Some((a.lease, b.lease));
-                        }
-                        out
-                    }
-                    (11..=14, Some((la, lb))) => {
-                        let a = store.renew(la, TTL, config.tolerance_ms).await;
-                        let b = store.renew(lb, TTL, config.tolerance_ms).await;
-                        let fields = |l: &SlotLease| format!("{} {}", l.slot, l.fence);
-                        (outcome(&a, fields), outcome(&b, fields))
-                    }
-                    (15..=18, Some((la, lb))) => {
-                        // None, a timestamp inside the window, or one far past the ceiling.
-                        let handed = |l: &SlotLease, pick: u64| match pick {
-                            0 => None,
-                            1 => Some(l.floor + 1),
-                            _ => Some(l.ceiling + 60_000),
-                        };
-                        let pick = next(3);
-                        let a = store.release(la, handed(la, pick)).await;
-                        let b = store.release(lb, handed(lb, pick)).await;
-                        held[o] = None;
-                        (
-                            outcome(&a, |_| String::new()),
-                            outcome(&b, |_| String::new()),
-                        )
-                    }
-                    (19, _) => {
-                        // Past the tolerance until the middle of this round's pause.
-                        let wall = std::time::SystemTime::now()
-                            .duration_since(std::time::UNIX_EPOCH)
-                            .unwrap()
-                            .as_millis() as u64;
-                        let not_before = wall + config.tolerance_ms + 225;
-                        let a = store.raise_not_before(&indexed, &config, not_before).await;
-                        let b = store.raise_not_before(&full, &config, not_before).await;
-                        let fields = |r: &cosid::lease::NamespaceRecord| r.not_before.to_string();
-                        (outcome(&a, fields), outcome(&b, fields))
-                    }
-                    _ => continue,
-                };
-                calls += 1;
-                assert_eq!(a, b, "call {calls} (seed {seed:#x}): the indexed namespace answered {a}, a full read {b}");
-            }
-            tokio::time::sleep(Duration::from_millis(450)).await;
+    let raw = t.raw.clone();
+    hints::hints_never_change_a_decision(t.store.clone(), move |full| {
+        let mut raw = raw.clone();
+        async move {
+            let _: () = raw.del(&RedisStore::index_keys(&full)).await.unwrap();
         }
-    }
-    assert!(calls > 60, "only {calls} calls compared");
+    })
+    .await;
 }
 
 /// An index that lies (it files a held slot as free) is caught by the record it names: the acquire takes another

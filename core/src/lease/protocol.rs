@@ -515,11 +515,25 @@ mod tests {
                 1u64..400,
             )
                 .prop_map(
-                    |(bits, records, not_before, tolerance_ms, key, inc, preferred_slot, ttl_ms)| {
+                    |(
+                        bits,
+                        records,
+                        not_before,
+                        tolerance_ms,
+                        key,
+                        inc,
+                        preferred_slot,
+                        ttl_ms,
+                    )| {
                         let slots = records
                             .into_iter()
                             .enumerate()
-                            .filter_map(|(s, r)| r.map(|r| SlotRecord { slot: s as u32, ..r }))
+                            .filter_map(|(s, r)| {
+                                r.map(|r| SlotRecord {
+                                    slot: s as u32,
+                                    ..r
+                                })
+                            })
                             .collect();
                         let ns = NamespaceRecord {
                             bits,
@@ -643,6 +657,9 @@ mod tests {
             lowest_unused: Some(0),
         };
         let refused = acquire_in(&namespace, &ns, &view, &request, NOW);
-        assert!(matches!(refused, Err(StoreError::Corrupt { .. })), "{refused:?}");
+        assert!(
+            matches!(refused, Err(StoreError::Corrupt { .. })),
+            "{refused:?}"
+        );
     }
 }

@@ -19,6 +19,8 @@ mod mysql;
 mod postgres;
 #[cfg(feature = "redis")]
 mod redis;
+#[cfg(any(feature = "sqlite", feature = "postgres", feature = "mysql"))]
+mod sql_view;
 #[cfg(feature = "sqlite")]
 mod sqlite;
 mod url;

@@ -10,7 +10,7 @@
 //! synchronous replicas for a failover (see `docs/stores.md`). TLS is not built in: connect over a trusted network
 //! or a local socket, or through a TLS-terminating proxy.
 
-use super::{BoxError, Finding, Inspection, LeaseStore, StoreError};
+use super::{sql_view, BoxError, Finding, Inspection, LeaseStore, StoreError};
 use crate::lease::{
     layout_text, protocol, AcquireRequest, Acquired, Namespace, NamespaceConfig, NamespaceRecord,
     Owner, SlotLease, SlotRecord,
@@ -42,7 +42,8 @@ CREATE TABLE IF NOT EXISTS cosid_namespace (
     bits         BIGINT NOT NULL,
     tolerance_ms BIGINT NOT NULL,
     not_before   BIGINT NOT NULL,
-    layout       TEXT
+    layout       TEXT,
+    lowest_unused BIGINT
 );
 CREATE TABLE IF NOT EXISTS cosid_slot (
     namespace      TEXT NOT NULL,
@@ -59,24 +60,33 @@ CREATE TABLE IF NOT EXISTS cosid_slot (
 );
 ";
 
+/// What tables made by earlier versions lack: the layout and `lowest_unused` columns and the acquire's indexes
+/// (each for one part of [`CANDIDATES_SQL`]).
+const UPGRADE_SQL: &str = "
+ALTER TABLE cosid_namespace ADD COLUMN IF NOT EXISTS layout TEXT;
+ALTER TABLE cosid_namespace ADD COLUMN IF NOT EXISTS lowest_unused BIGINT;
+CREATE INDEX IF NOT EXISTS cosid_slot_owner ON cosid_slot (namespace, owner_key);
+CREATE INDEX IF NOT EXISTS cosid_slot_last_owner ON cosid_slot (namespace, last_owner_key);
+CREATE INDEX IF NOT EXISTS cosid_slot_released ON cosid_slot (namespace, slot) WHERE owner_key IS NULL;
+CREATE INDEX IF NOT EXISTS cosid_slot_held ON cosid_slot (namespace, expires_at) WHERE owner_key IS NOT NULL;
+";
+
 const EXISTS_SQL: &str =
     "SELECT to_regclass('cosid_namespace') IS NOT NULL AND to_regclass('cosid_slot') IS NOT NULL";
 
 const NOW_SQL: &str = "SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::int8";
 
-/// Tables made before namespace records kept the layout lack its column; their records read as "no layout yet".
-const HAS_LAYOUT_SQL: &str = "SELECT EXISTS (SELECT 1 FROM information_schema.columns
-     WHERE table_name = 'cosid_namespace' AND column_name = 'layout'
-     AND table_schema = current_schema())";
-
-const ADD_LAYOUT_SQL: &str = "ALTER TABLE cosid_namespace ADD COLUMN IF NOT EXISTS layout TEXT";
+/// Whether [`UPGRADE_SQL`] has run (it runs in one transaction, so its last index stands for all of it).
+const UPGRADED_SQL: &str = "SELECT to_regclass('cosid_slot_held') IS NOT NULL";
 
 const INSERT_NAMESPACE_SQL: &str =
     "INSERT INTO cosid_namespace (name, bits, tolerance_ms, not_before, layout)
      VALUES ($1, $2, $3, 0, $4) ON CONFLICT (name) DO NOTHING";
 
-const LOCK_NAMESPACE_SQL: &str =
-    "SELECT bits, tolerance_ms, not_before, layout FROM cosid_namespace WHERE name = $1 FOR UPDATE";
+const LOCK_NAMESPACE_SQL: &str = "SELECT bits, tolerance_ms, not_before, layout, lowest_unused
+     FROM cosid_namespace WHERE name = $1 FOR UPDATE";
+
+const UPDATE_UNUSED_SQL: &str = "UPDATE cosid_namespace SET lowest_unused = $2 WHERE name = $1";
 
 const READ_NAMESPACE_SQL: &str =
     "SELECT bits, tolerance_ms, not_before, layout FROM cosid_namespace WHERE name = $1";
@@ -91,6 +101,19 @@ const SLOTS_SQL: &str =
 const SLOT_SQL: &str =
     "SELECT slot, owner_key, incarnation, last_owner_key, fence, expires_at, floor, ceiling,
      next_floor FROM cosid_slot WHERE namespace = $1 AND slot = $2";
+
+/// The rows a [`protocol::View`] needs, each part through an index: the owner key's, the last owner key's, the
+/// preferred and the hinted unused slot's ($3, $4; -1 for none), the lowest released and lowest expired rows (and
+/// of each the lowest whose `next_floor` is at most $6, now + tolerance; $5 is now), and the held row that expires
+/// first.
+const CANDIDATES_SQL: &str = include_str!("postgres/candidates.sql");
+
+/// The lowest slot from $2 on that has no row: $2 itself, or the first slot after a run of rows starting there.
+const FIRST_UNUSED_SQL: &str = "
+SELECT CASE WHEN NOT EXISTS (SELECT 1 FROM cosid_slot WHERE namespace = $1 AND slot = $2::int8) THEN $2::int8
+ELSE (SELECT s.slot + 1 FROM cosid_slot s WHERE s.namespace = $1 AND s.slot >= $2::int8
+      AND NOT EXISTS (SELECT 1 FROM cosid_slot t WHERE t.namespace = $1 AND t.slot = s.slot + 1)
+      ORDER BY s.slot LIMIT 1) END";
 
 const WRITE_SLOT_SQL: &str = "INSERT INTO cosid_slot (namespace, slot, owner_key, incarnation, last_owner_key,
      fence, expires_at, floor, ceiling, next_floor) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
@@ -267,13 +290,13 @@ impl PostgresStore {
                     .await
                     .and_then(|row| row.try_get(0))
                     .map_err(|e| self.db_error(&e))?;
-                let has_layout = exists
+                let upgraded = exists
                     && client
-                        .query_one(HAS_LAYOUT_SQL, &[])
+                        .query_one(UPGRADED_SQL, &[])
                         .await
                         .and_then(|row| row.try_get(0))
                         .map_err(|e| self.db_error(&e))?;
-                if !exists || !has_layout {
+                if !exists || !upgraded {
                     let tx = client.transaction().await.map_err(|e| self.db_error(&e))?;
                     tx.execute("SELECT pg_advisory_xact_lock($1)", &[&SCHEMA_LOCK])
                         .await
@@ -281,7 +304,7 @@ impl PostgresStore {
                     tx.batch_execute(SCHEMA)
                         .await
                         .map_err(|e| self.db_error(&e))?;
-                    tx.batch_execute(ADD_LAYOUT_SQL)
+                    tx.batch_execute(UPGRADE_SQL)
                         .await
                         .map_err(|e| self.db_error(&e))?;
                     tx.commit().await.map_err(|e| self.db_error(&e))?;
@@ -492,14 +515,74 @@ async fn write_slot(
     Ok(())
 }
 
+/// The candidate rows of an acquisition ([`CANDIDATES_SQL`]), one per slot, not yet validated.
+async fn read_candidates(
+    store: &PostgresStore,
+    tx: &Transaction<'_>,
+    ns: &Namespace,
+    record: &NamespaceRecord,
+    request: &AcquireRequest,
+    hint: Option<i64>,
+    now: u64,
+) -> Result<Vec<SlotRecord>, StoreError> {
+    let stmt = tx
+        .prepare_cached(CANDIDATES_SQL)
+        .await
+        .map_err(|e| store.db_error(&e))?;
+    let preferred = request.preferred_slot.map_or(-1, i64::from);
+    let rows = tx
+        .query(
+            &stmt,
+            &[
+                &ns.encoded(),
+                &request.owner.key,
+                &preferred,
+                &hint.unwrap_or(-1),
+                &i64_of(now),
+                &i64_of(now.saturating_add(record.tolerance_ms)),
+            ],
+        )
+        .await
+        .map_err(|e| store.db_error(&e))?;
+    let records = rows
+        .iter()
+        .map(|r| decode_slot(ns, r))
+        .collect::<Result<_, _>>()?;
+    Ok(sql_view::candidates(records))
+}
+
+/// The lowest slot from `from` on without a row ([`FIRST_UNUSED_SQL`]), as a view's `lowest_unused`.
+async fn first_unused(
+    store: &PostgresStore,
+    tx: &Transaction<'_>,
+    ns: &Namespace,
+    bits: u8,
+    from: u32,
+) -> Result<Option<u32>, StoreError> {
+    if u64::from(from) >= 1u64 << bits {
+        return Ok(None);
+    }
+    let stmt = tx
+        .prepare_cached(FIRST_UNUSED_SQL)
+        .await
+        .map_err(|e| store.db_error(&e))?;
+    let row = tx
+        .query_one(&stmt, &[&ns.encoded(), &i64::from(from)])
+        .await
+        .map_err(|e| store.db_error(&e))?;
+    let first: i64 = row.try_get(0).map_err(|e| store.db_error(&e))?;
+    Ok(sql_view::unused_below(first, bits))
+}
+
 /// Inserts the namespace row with `config` if it is new, then locks it: every writer of the namespace waits here.
 /// A new row holds `config` and `not_before = 0`, which is what `check_namespace` makes of a new namespace.
+/// Returns the record and its `lowest_unused` hint.
 async fn lock_new_or_stored(
     store: &PostgresStore,
     tx: &Transaction<'_>,
     ns: &Namespace,
     config: &NamespaceConfig,
-) -> Result<NamespaceRecord, StoreError> {
+) -> Result<(NamespaceRecord, Option<i64>), StoreError> {
     let insert = tx
         .prepare_cached(INSERT_NAMESPACE_SQL)
         .await
@@ -548,11 +631,12 @@ async fn update_namespace(
     Ok(())
 }
 
+/// Locks the namespace row and reads it, with its `lowest_unused` hint (`None` when unset or unreadable: a hint).
 async fn lock_namespace(
     store: &PostgresStore,
     tx: &Transaction<'_>,
     ns: &Namespace,
-) -> Result<Option<NamespaceRecord>, StoreError> {
+) -> Result<Option<(NamespaceRecord, Option<i64>)>, StoreError> {
     let stmt = tx
         .prepare_cached(LOCK_NAMESPACE_SQL)
         .await
@@ -561,7 +645,8 @@ async fn lock_namespace(
         .query_opt(&stmt, &[&ns.encoded()])
         .await
         .map_err(|e| store.db_error(&e))?;
-    row.map(|r| decode_namespace(ns, &r)).transpose()
+    row.map(|r| Ok((decode_namespace(ns, &r)?, r.try_get(4).ok().flatten())))
+        .transpose()
 }
 
 /// Locks a held lease's namespace and reads its slot, validated, with the store clock.
@@ -571,7 +656,10 @@ async fn read_held(
     lease: &SlotLease,
 ) -> Result<(Option<SlotRecord>, u64), StoreError> {
     let ns = &lease.namespace;
-    let bits = protocol::held_namespace(KIND, lease, lock_namespace(store, tx, ns).await?)?.bits;
+    let stored = lock_namespace(store, tx, ns)
+        .await?
+        .map(|(record, _)| record);
+    let bits = protocol::held_namespace(KIND, lease, stored)?.bits;
     let stmt = tx
         .prepare_cached(SLOT_SQL)
         .await
@@ -615,20 +703,51 @@ impl LeaseStore for PostgresStore {
         request: &AcquireRequest,
     ) -> Result<Acquired, StoreError> {
         self.transaction(false, async |tx| {
-            let stored = lock_new_or_stored(self, tx, namespace, config).await?;
+            let (stored, hint) = lock_new_or_stored(self, tx, namespace, config).await?;
             let record = protocol::check_namespace(namespace, Some(stored), config)?;
             if record != stored {
                 update_namespace(self, tx, namespace, &record).await?;
             }
             // The clock is read once the lock is held, so times follow the order of the transactions.
-            let (slots, now) =
-                tokio::try_join!(read_slots(self, tx, namespace), store_now(self, tx))?;
+            let now = store_now(self, tx).await?;
+            let mut slots =
+                read_candidates(self, tx, namespace, &record, request, hint, now).await?;
             for s in &slots {
                 protocol::validate(KIND, namespace, s, record.bits)?;
             }
-            let grant = protocol::acquire(namespace, &record, &slots, request, now)?;
+            let lowest_unused = match sql_view::hinted(hint, &slots, record.bits) {
+                Some(unused) => unused,
+                None => {
+                    // No hint yet (a namespace from an earlier version, or reset after a hand edit), or a stale
+                    // one: decide on every row, as before, and keep the hint from there on.
+                    slots = read_slots(self, tx, namespace).await?;
+                    for s in &slots {
+                        protocol::validate(KIND, namespace, s, record.bits)?;
+                    }
+                    protocol::lowest_unused(&slots, record.bits)
+                }
+            };
+            let view = protocol::View {
+                records: &slots,
+                lowest_unused,
+            };
+            let grant = protocol::acquire_in(namespace, &record, &view, request, now)?;
+            let mut unused = lowest_unused;
             if let Some(w) = &grant.write {
                 write_slot(self, tx, namespace, w).await?;
+                if let Some(from) = sql_view::advanced(&view, w.slot) {
+                    unused = first_unused(self, tx, namespace, record.bits, from).await?;
+                }
+            }
+            let keep = sql_view::stored(unused, record.bits);
+            if hint != Some(keep) {
+                let stmt = tx
+                    .prepare_cached(UPDATE_UNUSED_SQL)
+                    .await
+                    .map_err(|e| self.db_error(&e))?;
+                tx.execute(&stmt, &[&namespace.encoded(), &keep])
+                    .await
+                    .map_err(|e| self.db_error(&e))?;
             }
             Ok(grant.acquired)
         })
@@ -692,7 +811,7 @@ impl LeaseStore for PostgresStore {
         not_before: u64,
     ) -> Result<NamespaceRecord, StoreError> {
         self.transaction(false, async |tx| {
-            let stored = lock_new_or_stored(self, tx, namespace, config).await?;
+            let (stored, _) = lock_new_or_stored(self, tx, namespace, config).await?;
             let record = protocol::raise_not_before(namespace, Some(stored), config, not_before)?;
             update_namespace(self, tx, namespace, &record).await?;
             Ok(record)

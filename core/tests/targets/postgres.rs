@@ -22,8 +22,40 @@ impl Target for Postgres {
         self.store.clone()
     }
 
-    /// A plain SQL upsert on a connection of the test's own, as a hand edit would do it.
+    /// A plain SQL upsert on a connection of the test's own, as a hand edit would do it, followed by what
+    /// docs/stores.md tells an operator to do after one: reset the namespace's `lowest_unused`, so the next acquire
+    /// reads every row.
     async fn put_raw(&self, ns: &Namespace, r: &SlotRecord) {
+        self.raw
+            .execute(
+                "UPDATE cosid_namespace SET lowest_unused = NULL WHERE name = $1",
+                &[&ns.encoded()],
+            )
+            .await
+            .unwrap();
+        self.upsert(ns, r).await;
+    }
+
+    async fn put_old_namespace(&self, ns: &Namespace, r: &NamespaceRecord) {
+        self.raw
+            .execute(
+                "INSERT INTO cosid_namespace (name, bits, tolerance_ms, not_before) VALUES ($1, $2, $3, $4)
+                 ON CONFLICT (name) DO UPDATE SET bits = $2, tolerance_ms = $3, not_before = $4, layout = NULL",
+                &[
+                    &ns.encoded(),
+                    &i64::from(r.bits),
+                    &(r.tolerance_ms as i64),
+                    &(r.not_before as i64),
+                ],
+            )
+            .await
+            .unwrap();
+    }
+}
+
+impl Postgres {
+    /// Upserts `r` with plain SQL, touching nothing else.
+    pub async fn upsert(&self, ns: &Namespace, r: &SlotRecord) {
         self.raw
             .execute(
                 "INSERT INTO cosid_slot (namespace, slot, owner_key, incarnation, last_owner_key, fence, expires_at,
@@ -47,17 +79,22 @@ impl Target for Postgres {
             .unwrap();
     }
 
-    async fn put_old_namespace(&self, ns: &Namespace, r: &NamespaceRecord) {
+    /// Writes `rows` and sets `lowest_unused` as the store keeps it (`2^bits` when every slot has a row).
+    pub async fn put_hinted(
+        &self,
+        ns: &Namespace,
+        rows: &[SlotRecord],
+        unused: Option<u32>,
+        bits: u8,
+    ) {
+        for r in rows {
+            self.upsert(ns, r).await;
+        }
+        let hint = unused.map_or(1i64 << bits, i64::from);
         self.raw
             .execute(
-                "INSERT INTO cosid_namespace (name, bits, tolerance_ms, not_before) VALUES ($1, $2, $3, $4)
-                 ON CONFLICT (name) DO UPDATE SET bits = $2, tolerance_ms = $3, not_before = $4, layout = NULL",
-                &[
-                    &ns.encoded(),
-                    &i64::from(r.bits),
-                    &(r.tolerance_ms as i64),
-                    &(r.not_before as i64),
-                ],
+                "UPDATE cosid_namespace SET lowest_unused = $2 WHERE name = $1",
+                &[&ns.encoded(), &hint],
             )
             .await
             .unwrap();

@@ -1,0 +1,20 @@
+-- The candidate rows of an acquisition (see CANDIDATES_SQL in postgres.rs).
+SELECT * FROM (SELECT slot, owner_key, incarnation, last_owner_key, fence, expires_at, floor, ceiling, next_floor
+    FROM cosid_slot WHERE namespace = $1 AND owner_key = $2) a
+UNION ALL SELECT * FROM (SELECT slot, owner_key, incarnation, last_owner_key, fence, expires_at, floor, ceiling,
+    next_floor FROM cosid_slot WHERE namespace = $1 AND last_owner_key = $2) b
+UNION ALL SELECT * FROM (SELECT slot, owner_key, incarnation, last_owner_key, fence, expires_at, floor, ceiling,
+    next_floor FROM cosid_slot WHERE namespace = $1 AND slot IN ($3, $4)) c
+UNION ALL SELECT * FROM (SELECT slot, owner_key, incarnation, last_owner_key, fence, expires_at, floor, ceiling,
+    next_floor FROM cosid_slot WHERE namespace = $1 AND owner_key IS NULL ORDER BY slot LIMIT 1) d
+UNION ALL SELECT * FROM (SELECT slot, owner_key, incarnation, last_owner_key, fence, expires_at, floor, ceiling,
+    next_floor FROM cosid_slot WHERE namespace = $1 AND owner_key IS NULL AND next_floor <= $6
+    ORDER BY slot LIMIT 1) e
+UNION ALL SELECT * FROM (SELECT slot, owner_key, incarnation, last_owner_key, fence, expires_at, floor, ceiling,
+    next_floor FROM cosid_slot WHERE namespace = $1 AND owner_key IS NOT NULL AND expires_at < $5
+    ORDER BY slot LIMIT 1) f
+UNION ALL SELECT * FROM (SELECT slot, owner_key, incarnation, last_owner_key, fence, expires_at, floor, ceiling,
+    next_floor FROM cosid_slot WHERE namespace = $1 AND owner_key IS NOT NULL AND expires_at < $5
+    AND next_floor <= $6 ORDER BY slot LIMIT 1) g
+UNION ALL SELECT * FROM (SELECT slot, owner_key, incarnation, last_owner_key, fence, expires_at, floor, ceiling,
+    next_floor FROM cosid_slot WHERE namespace = $1 AND owner_key IS NOT NULL ORDER BY expires_at LIMIT 1) h
