@@ -5,6 +5,8 @@
 //! expiry cases wait for it in real time (a few hundred milliseconds).
 #![cfg(feature = "mysql")]
 
+#[path = "targets/hints.rs"]
+mod hints;
 #[path = "targets/mysql.rs"]
 mod target;
 
@@ -16,7 +18,7 @@ use cosid::store::{LeaseStore, MysqlStore, StoreError, StoreUrl};
 use mysql_async::prelude::Queryable;
 use mysql_async::Value;
 use std::sync::Arc;
-use target::{connect, put_raw_row, target, SCRIPT, URL_VAR};
+use target::{connect, put_hinted, put_raw_row, raw, target, SCRIPT, URL_VAR};
 
 conformance::conformance_tests!(target());
 
@@ -298,4 +300,155 @@ async fn durability_names_each_setting_that_loses_commits() {
         })
         .collect();
     assert_eq!(found, expected);
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// The acquire's candidate rows and `lowest_unused`: hints that must never change a decision.
+
+/// The store's query for an acquisition's candidate rows.
+const CANDIDATES_SQL: &str = include_str!("../src/store/mysql/candidates.sql");
+
+/// The same random calls on a namespace that keeps `lowest_unused` and on one whose `lowest_unused` is reset
+/// before every call (so each of its acquires reads every row).
+#[tokio::test]
+async fn acquires_on_candidate_rows_decide_as_reading_every_row_does() {
+    let Some(t) = target().await else { return };
+    let url = t.url.clone();
+    hints::hints_never_change_a_decision(t.store.clone(), move |full| {
+        let url = url.clone();
+        async move {
+            let mut conn = raw(&url).await;
+            conn.exec_drop(
+                "UPDATE cosid_namespace SET lowest_unused = NULL WHERE name = ?",
+                (full.encoded(),),
+            )
+            .await
+            .unwrap();
+            conn.disconnect().await.unwrap();
+        }
+    })
+    .await;
+}
+
+/// Random namespaces written with their `lowest_unused`, then one acquire each: the store's answer is the protocol's
+/// decision on every row.
+#[tokio::test]
+async fn acquires_on_candidate_rows_decide_as_the_protocol_on_every_row() {
+    let Some(t) = target().await else { return };
+    let url = t.url.clone();
+    hints::hinted_acquires_decide_as_the_protocol_on_every_row(
+        t.store.clone(),
+        300,
+        move |ns, rows, unused| {
+            let url = url.clone();
+            async move { put_hinted(&url, &ns, &rows, unused, 3).await }
+        },
+    )
+    .await;
+}
+
+/// A `lowest_unused` that names a slot with a row (written by a version that did not keep it) is caught: the
+/// acquire reads every row, takes the true lowest unused slot, and sets `lowest_unused` right.
+#[tokio::test]
+async fn a_lowest_unused_that_names_a_used_slot_is_caught_and_set_right() {
+    let Some(t) = target().await else { return };
+    let ns = fresh("mysql-hint-stale");
+    let a = t
+        .store
+        .acquire(&ns, &CONFIG, &request("a"))
+        .await
+        .unwrap()
+        .lease;
+    let b = t
+        .store
+        .acquire(&ns, &CONFIG, &request("b"))
+        .await
+        .unwrap()
+        .lease;
+    assert_eq!((a.slot, b.slot), (0, 1));
+    let mut conn = raw(&t.url).await;
+    let hint = "SELECT lowest_unused FROM cosid_namespace WHERE name = ?";
+    let read: Option<i64> = conn.exec_first(hint, (ns.encoded(),)).await.unwrap();
+    assert_eq!(read, Some(2));
+    conn.exec_drop(
+        "UPDATE cosid_namespace SET lowest_unused = 1 WHERE name = ?",
+        (ns.encoded(),),
+    )
+    .await
+    .unwrap();
+    let c = t
+        .store
+        .acquire(&ns, &CONFIG, &request("c"))
+        .await
+        .unwrap()
+        .lease;
+    assert_eq!((c.slot, c.fence), (2, 1), "slot 1 is held by b");
+    let read: Option<i64> = conn.exec_first(hint, (ns.encoded(),)).await.unwrap();
+    assert_eq!(read, Some(3));
+    conn.disconnect().await.unwrap();
+}
+
+/// Each part of the candidate query reads through an index: run in a namespace of 2,048 rows (with MariaDB's
+/// `ANALYZE`, which reports the rows each step read), no step reads more than a handful (an index that does not
+/// fit a part shows as a scan of the namespace's rows).
+#[tokio::test]
+async fn the_candidate_query_reads_through_indexes() {
+    let Some(t) = target().await else { return };
+    let ns = fresh("mysql-plan");
+    t.store
+        .acquire(&ns, &CONFIG, &request("first"))
+        .await
+        .unwrap();
+    let mut conn = raw(&t.url).await;
+    conn.exec_drop(
+        "INSERT INTO cosid_slot (namespace, slot, owner_key, incarnation, last_owner_key, fence, expires_at,
+         floor, ceiling, next_floor)
+         WITH RECURSIVE s (n) AS (SELECT 0 UNION ALL SELECT n + 1 FROM s WHERE n < 63)
+         SELECT ?, a.n * 64 + b.n, CONCAT('k', a.n * 64 + b.n), '00000000-0000-4000-8000-000000000000',
+                CONCAT('k', a.n * 64 + b.n), 1, 9000000000000000, 0, 9000000000000000, 9000000000000000
+         FROM s a CROSS JOIN s b WHERE a.n * 64 + b.n BETWEEN 1 AND 2047",
+        (ns.encoded(),),
+    )
+    .await
+    .unwrap();
+    conn.query_drop("ANALYZE TABLE cosid_slot").await.unwrap();
+    let name = ns.encoded();
+    let name = format!("'{}'", ns.encoded());
+    let params = [
+        &name, "'k7'", &name, "'k7'", &name, "5", "2048", &name, &name, "2", &name, "1", &name,
+        "1", "2", &name,
+    ];
+    let mut query = String::new();
+    let mut parts = CANDIDATES_SQL
+        .lines()
+        .filter(|l| !l.starts_with("--"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    for p in params {
+        let at = parts.find('?').unwrap();
+        query.push_str(&parts[..at]);
+        query.push_str(p);
+        parts = parts[at + 1..].to_string();
+    }
+    query.push_str(&parts);
+    assert!(!query.contains('?'));
+    let plan: Vec<mysql_async::Row> = conn.query(format!("ANALYZE {query}")).await.unwrap();
+    let mut shown = Vec::new();
+    let mut most = 0f64;
+    for row in &plan {
+        let table: Option<String> = row.get_opt(2).and_then(Result::ok).flatten();
+        let kind: Option<String> = row.get_opt(3).and_then(Result::ok).flatten();
+        let read: Option<f64> = row.get_opt(9).and_then(Result::ok).flatten();
+        shown.push(format!("{table:?} {kind:?} read {read:?}"));
+        if table.as_deref() == Some("cosid_slot") {
+            most = most.max(read.unwrap_or(0.0));
+        }
+    }
+    let shown = shown.join("\n");
+    assert!(shown.contains("cosid_slot"), "{shown}");
+    assert!(
+        most < 64.0,
+        "a part of the query scans the namespace:\n{shown}"
+    );
+    conn.disconnect().await.unwrap();
 }

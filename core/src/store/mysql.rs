@@ -11,7 +11,7 @@
 //! A deadlock or lock-wait timeout rolls the whole transaction back; it is retried a few times, then reported as
 //! [`StoreError::Unavailable`].
 
-use super::{BoxError, Finding, Inspection, LeaseStore, StoreError};
+use super::{sql_view, BoxError, Finding, Inspection, LeaseStore, StoreError};
 use crate::lease::{
     layout_text, protocol, AcquireRequest, Acquired, Namespace, NamespaceConfig, NamespaceRecord,
     Owner, SlotLease, SlotRecord,
@@ -38,6 +38,7 @@ const CREATE_NAMESPACE: &str = "CREATE TABLE IF NOT EXISTS cosid_namespace (
     tolerance_ms BIGINT NOT NULL,
     not_before   BIGINT NOT NULL,
     layout       VARCHAR(128) CHARACTER SET ascii COLLATE ascii_bin NULL,
+    lowest_unused BIGINT NULL,
     PRIMARY KEY (name)
 ) ENGINE = InnoDB";
 
@@ -52,8 +53,61 @@ const CREATE_SLOT: &str = "CREATE TABLE IF NOT EXISTS cosid_slot (
     floor          BIGINT NOT NULL,
     ceiling        BIGINT NOT NULL,
     next_floor     BIGINT NOT NULL,
-    PRIMARY KEY (namespace, slot)
+    held_until     BIGINT AS (CASE WHEN incarnation IS NULL THEN NULL ELSE expires_at END) VIRTUAL,
+    PRIMARY KEY (namespace, slot),
+    INDEX cosid_slot_owner (namespace, owner_key(255)),
+    INDEX cosid_slot_last_owner (namespace, last_owner_key(255)),
+    INDEX cosid_slot_released (namespace, incarnation),
+    INDEX cosid_slot_held (namespace, held_until)
 ) ENGINE = InnoDB";
+
+/// What tables made by earlier versions lack, each added when missing: columns (the layout; `lowest_unused`;
+/// `held_until`, a lease's expiry while it has a holder, so that held leases can be indexed by expiry) and the
+/// acquire's indexes (each for one part of [`CANDIDATES_SQL`]).
+const UPGRADES: &[(&str, &str)] = &[
+    (
+        "layout",
+        "ALTER TABLE cosid_namespace ADD COLUMN layout VARCHAR(128) CHARACTER SET ascii COLLATE ascii_bin NULL",
+    ),
+    (
+        "lowest_unused",
+        "ALTER TABLE cosid_namespace ADD COLUMN lowest_unused BIGINT NULL",
+    ),
+    (
+        "held_until",
+        "ALTER TABLE cosid_slot ADD COLUMN held_until BIGINT
+         AS (CASE WHEN incarnation IS NULL THEN NULL ELSE expires_at END) VIRTUAL",
+    ),
+    (
+        "cosid_slot_owner",
+        "CREATE INDEX cosid_slot_owner ON cosid_slot (namespace, owner_key(255))",
+    ),
+    (
+        "cosid_slot_last_owner",
+        "CREATE INDEX cosid_slot_last_owner ON cosid_slot (namespace, last_owner_key(255))",
+    ),
+    (
+        "cosid_slot_released",
+        "CREATE INDEX cosid_slot_released ON cosid_slot (namespace, incarnation)",
+    ),
+    (
+        "cosid_slot_held",
+        "CREATE INDEX cosid_slot_held ON cosid_slot (namespace, held_until)",
+    ),
+];
+
+/// The rows a [`protocol::View`] needs, each part through an index: the owner key's, the last owner key's, the
+/// preferred and the hinted unused slot's, the lowest released and lowest expired rows (and of each the lowest
+/// whose `next_floor` is at most now + tolerance), and the held row that expires first.
+const CANDIDATES_SQL: &str = include_str!("mysql/candidates.sql");
+
+/// The lowest slot from a given one on that has no row: that slot itself, or the first slot after a run of rows
+/// starting there. Parameters: namespace, from, from, namespace, from.
+const FIRST_UNUSED_SQL: &str = "
+SELECT CASE WHEN NOT EXISTS (SELECT 1 FROM cosid_slot WHERE namespace = ? AND slot = ?) THEN ?
+ELSE (SELECT s.slot + 1 FROM cosid_slot s WHERE s.namespace = ? AND s.slot >= ?
+      AND NOT EXISTS (SELECT 1 FROM cosid_slot t WHERE t.namespace = s.namespace AND t.slot = s.slot + 1)
+      ORDER BY s.slot LIMIT 1) END";
 
 const SLOT_COLUMNS: &str =
     "slot, owner_key, incarnation, last_owner_key, fence, expires_at, floor, ceiling, next_floor";
@@ -256,7 +310,7 @@ impl MysqlStore {
                 if present.len() < 2 {
                     create_schema(&mut conn).await?;
                 }
-                add_layout_column(&mut conn).await
+                upgrade_schema(&mut conn).await
             })
             .await
             .map(|_| ())
@@ -339,34 +393,33 @@ impl MysqlStore {
 async fn create_schema(conn: &mut impl Queryable) -> Result<(), StoreError> {
     conn.query_drop(CREATE_NAMESPACE).await.map_err(db)?;
     conn.query_drop(CREATE_SLOT).await.map_err(db)?;
-    add_layout_column(conn).await
+    upgrade_schema(conn).await
 }
 
-/// Tables made before namespace records kept the layout lack its column: add it (their records read as "no
-/// layout yet"). Looks first, so a user without the ALTER privilege can use tables that have it; two processes
-/// adding it at once is harmless, the second one's "duplicate column" is taken as done.
-async fn add_layout_column(conn: &mut impl Queryable) -> Result<(), StoreError> {
-    let has_layout: Option<i64> = conn
-        .query_first(
-            "SELECT COUNT(*) FROM information_schema.columns WHERE table_schema = DATABASE()
-             AND table_name = 'cosid_namespace' AND column_name = 'layout'",
+/// Adds what [`UPGRADES`] lists and the tables lack. Looks first, so a user without the ALTER privilege can use
+/// tables that have it all; two processes adding the same thing at once is harmless, the second one's "duplicate
+/// column" or "duplicate key name" is taken as done.
+async fn upgrade_schema(conn: &mut impl Queryable) -> Result<(), StoreError> {
+    let present: Vec<String> = conn
+        .query(
+            "SELECT column_name FROM information_schema.columns WHERE table_schema = DATABASE()
+             AND table_name IN ('cosid_namespace', 'cosid_slot')
+             UNION SELECT index_name FROM information_schema.statistics WHERE table_schema = DATABASE()
+             AND table_name = 'cosid_slot'",
         )
         .await
         .map_err(db)?;
-    if has_layout.unwrap_or(0) > 0 {
-        return Ok(());
+    for (name, sql) in UPGRADES {
+        if present.iter().any(|p| p.eq_ignore_ascii_case(name)) {
+            continue;
+        }
+        match conn.query_drop(*sql).await {
+            // ER_DUP_FIELDNAME, ER_DUP_KEYNAME: another process added it first.
+            Err(mysql_async::Error::Server(e)) if e.code == 1060 || e.code == 1061 => {}
+            other => other.map_err(db)?,
+        }
     }
-    match conn
-        .query_drop(
-            "ALTER TABLE cosid_namespace
-             ADD COLUMN layout VARCHAR(128) CHARACTER SET ascii COLLATE ascii_bin NULL",
-        )
-        .await
-    {
-        // ER_DUP_FIELDNAME: another process added it first.
-        Err(mysql_async::Error::Server(e)) if e.code == 1060 => Ok(()),
-        other => other.map_err(db),
-    }
+    Ok(())
 }
 
 /// The database clock, in Unix milliseconds.
@@ -391,10 +444,20 @@ async fn read_namespace(
     ns: &Namespace,
     lock: &str,
 ) -> Result<Option<NamespaceRecord>, StoreError> {
+    Ok(read_hinted_namespace(tx, ns, lock).await?.map(|(r, _)| r))
+}
+
+/// [`read_namespace`] with the row's `lowest_unused` hint (`None` when unset or unreadable: a hint).
+async fn read_hinted_namespace(
+    tx: &mut Transaction<'static>,
+    ns: &Namespace,
+    lock: &str,
+) -> Result<Option<(NamespaceRecord, Option<i64>)>, StoreError> {
     let row: Option<Row> = tx
         .exec_first(
             format!(
-                "SELECT bits, tolerance_ms, not_before, layout FROM cosid_namespace WHERE name = ? {lock}"
+                "SELECT bits, tolerance_ms, not_before, layout, lowest_unused FROM cosid_namespace
+                 WHERE name = ? {lock}"
             ),
             (ns.encoded(),),
         )
@@ -409,7 +472,11 @@ async fn read_namespace(
         .ok()
         .filter(|b| (1..=31).contains(b))
         .ok_or_else(|| corrupt(ns, what, format!("bits {bits} is not 1 to 31")))?;
-    Ok(Some(NamespaceRecord {
+    let hint = row
+        .take_opt::<Option<i64>, usize>(4)
+        .and_then(Result::ok)
+        .flatten();
+    let record = NamespaceRecord {
         bits,
         tolerance_ms: take_u64(&mut row, 1, ns, what, "tolerance_ms")?,
         not_before: take_u64(&mut row, 2, ns, what, "not_before")?,
@@ -417,15 +484,17 @@ async fn read_namespace(
             .map(|l| layout_text::decode(&l))
             .transpose()
             .map_err(|e| corrupt(ns, what, e))?,
-    }))
+    };
+    Ok(Some((record, hint)))
 }
 
-/// Creates the namespace row with `config` if it is absent, and locks it exclusively either way.
+/// Creates the namespace row with `config` if it is absent, and locks it exclusively either way. Returns the record
+/// and its `lowest_unused` hint.
 async fn lock_namespace(
     tx: &mut Transaction<'static>,
     ns: &Namespace,
     config: &NamespaceConfig,
-) -> Result<NamespaceRecord, StoreError> {
+) -> Result<(NamespaceRecord, Option<i64>), StoreError> {
     tx.exec_drop(
         "INSERT INTO cosid_namespace (name, bits, tolerance_ms, not_before, layout) VALUES (?, ?, ?, 0, ?)
          ON DUPLICATE KEY UPDATE name = name",
@@ -438,13 +507,15 @@ async fn lock_namespace(
     )
     .await
     .map_err(db)?;
-    read_namespace(tx, ns, "FOR UPDATE").await?.ok_or_else(|| {
-        corrupt(
-            ns,
-            "the namespace record",
-            "missing right after it was written",
-        )
-    })
+    read_hinted_namespace(tx, ns, "FOR UPDATE")
+        .await?
+        .ok_or_else(|| {
+            corrupt(
+                ns,
+                "the namespace record",
+                "missing right after it was written",
+            )
+        })
 }
 
 fn decode_slot(ns: &Namespace, mut row: Row) -> Result<SlotRecord, StoreError> {
@@ -483,6 +554,70 @@ async fn read_slots(
         .await
         .map_err(db)?;
     rows.into_iter().map(|row| decode_slot(ns, row)).collect()
+}
+
+/// The candidate rows of an acquisition ([`CANDIDATES_SQL`]), one per slot, not yet validated.
+async fn read_candidates(
+    tx: &mut Transaction<'static>,
+    ns: &Namespace,
+    record: &NamespaceRecord,
+    request: &AcquireRequest,
+    hint: Option<i64>,
+    now: u64,
+) -> Result<Vec<SlotRecord>, StoreError> {
+    let name = Value::from(ns.encoded());
+    let key = Value::from(request.owner.key.as_str());
+    let soon = Value::from(i64_of(now.saturating_add(record.tolerance_ms)));
+    let now = Value::from(i64_of(now));
+    let params = vec![
+        name.clone(),
+        key.clone(),
+        name.clone(),
+        key,
+        name.clone(),
+        Value::from(request.preferred_slot.map_or(-1, i64::from)),
+        Value::from(hint.unwrap_or(-1)),
+        name.clone(),
+        name.clone(),
+        soon.clone(),
+        name.clone(),
+        now.clone(),
+        name.clone(),
+        now,
+        soon,
+        name,
+    ];
+    let rows: Vec<Row> = tx.exec(CANDIDATES_SQL, params).await.map_err(db)?;
+    let records = rows
+        .into_iter()
+        .map(|row| decode_slot(ns, row))
+        .collect::<Result<_, _>>()?;
+    Ok(sql_view::candidates(records))
+}
+
+/// The lowest slot from `from` on without a row ([`FIRST_UNUSED_SQL`]), as a view's `lowest_unused`.
+async fn first_unused(
+    tx: &mut Transaction<'static>,
+    ns: &Namespace,
+    bits: u8,
+    from: u32,
+) -> Result<Option<u32>, StoreError> {
+    if u64::from(from) >= 1u64 << bits {
+        return Ok(None);
+    }
+    let from = i64::from(from);
+    let first: Option<i64> = tx
+        .exec_first(
+            FIRST_UNUSED_SQL,
+            (ns.encoded(), from, from, ns.encoded(), from),
+        )
+        .await
+        .map_err(db)?;
+    let first = first.ok_or_else(|| StoreError::Generic {
+        store: KIND,
+        source: "the server returned no row for the first unused slot".into(),
+    })?;
+    Ok(sql_view::unused_below(first, bits))
 }
 
 async fn read_slot(
@@ -553,19 +688,50 @@ async fn acquire_in(
     config: NamespaceConfig,
     request: AcquireRequest,
 ) -> Result<Acquired, StoreError> {
-    let stored = lock_namespace(tx, &ns, &config).await?;
+    let (stored, hint) = lock_namespace(tx, &ns, &config).await?;
     let record = protocol::check_namespace(&ns, Some(stored), &config)?;
     if record != stored {
         update_namespace(tx, &ns, &record).await?;
     }
     let now = store_now(tx).await?;
-    let slots = read_slots(tx, &ns, "FOR UPDATE").await?;
+    // The namespace row's lock keeps every other writer of its slots out (renewals and releases lock it shared):
+    // plain reads see the latest rows.
+    let mut slots = read_candidates(tx, &ns, &record, &request, hint, now).await?;
     for s in &slots {
         protocol::validate(KIND, &ns, s, record.bits)?;
     }
-    let grant = protocol::acquire(&ns, &record, &slots, &request, now)?;
+    let lowest_unused = match sql_view::hinted(hint, &slots, record.bits) {
+        Some(unused) => unused,
+        None => {
+            // No hint yet (a namespace from an earlier version, or reset after a hand edit), or a stale one:
+            // decide on every row, as before, and keep the hint from there on.
+            slots = read_slots(tx, &ns, "").await?;
+            for s in &slots {
+                protocol::validate(KIND, &ns, s, record.bits)?;
+            }
+            protocol::lowest_unused(&slots, record.bits)
+        }
+    };
+    let view = protocol::View {
+        records: &slots,
+        lowest_unused,
+    };
+    let grant = protocol::acquire_in(&ns, &record, &view, &request, now)?;
+    let mut unused = lowest_unused;
     if let Some(w) = &grant.write {
         write_slot(tx, &ns, w).await?;
+        if let Some(from) = sql_view::advanced(&view, w.slot) {
+            unused = first_unused(tx, &ns, record.bits, from).await?;
+        }
+    }
+    let keep = sql_view::stored(unused, record.bits);
+    if hint != Some(keep) {
+        tx.exec_drop(
+            "UPDATE cosid_namespace SET lowest_unused = ? WHERE name = ?",
+            (keep, ns.encoded()),
+        )
+        .await
+        .map_err(db)?;
     }
     Ok(grant.acquired)
 }
@@ -611,7 +777,7 @@ async fn raise_not_before_in(
     config: NamespaceConfig,
     not_before: u64,
 ) -> Result<NamespaceRecord, StoreError> {
-    let stored = lock_namespace(tx, &ns, &config).await?;
+    let (stored, _) = lock_namespace(tx, &ns, &config).await?;
     let record = protocol::raise_not_before(&ns, Some(stored), &config, not_before)?;
     update_namespace(tx, &ns, &record).await?;
     Ok(record)

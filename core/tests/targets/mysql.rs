@@ -23,7 +23,8 @@ impl conformance::Target for Mysql {
         self.store.clone()
     }
 
-    /// A plain SQL upsert on a connection of its own, as a hand edit would do it.
+    /// A plain SQL upsert on a connection of its own, as a hand edit would do it (and what docs/stores.md tells an
+    /// operator to do after one: reset the namespace's `lowest_unused`).
     async fn put_raw(&self, namespace: &Namespace, r: &SlotRecord) {
         put_raw_row(
             &self.url,
@@ -69,9 +70,61 @@ async fn raw_connection(url: &str) -> mysql_async::Conn {
 }
 
 /// Writes a slot row with `values` for the columns `slot, owner_key, incarnation, last_owner_key, fence,
-/// expires_at, floor, ceiling, next_floor`, bypassing the store.
+/// expires_at, floor, ceiling, next_floor`, bypassing the store, and resets the namespace's `lowest_unused` as
+/// docs/stores.md says to after a hand edit.
 pub async fn put_raw_row(url: &str, namespace: &Namespace, values: Vec<Value>) {
     let mut conn = raw_connection(url).await;
+    conn.exec_drop(
+        "UPDATE cosid_namespace SET lowest_unused = NULL WHERE name = ?",
+        (namespace.encoded(),),
+    )
+    .await
+    .unwrap();
+    upsert(&mut conn, namespace, values).await;
+    conn.disconnect().await.unwrap();
+}
+
+/// Writes `rows` and sets `lowest_unused` as the store keeps it (`2^bits` when every slot has a row).
+pub async fn put_hinted(
+    url: &str,
+    namespace: &Namespace,
+    rows: &[SlotRecord],
+    unused: Option<u32>,
+    bits: u8,
+) {
+    let mut conn = raw_connection(url).await;
+    for r in rows {
+        upsert(&mut conn, namespace, values_of(r)).await;
+    }
+    conn.exec_drop(
+        "UPDATE cosid_namespace SET lowest_unused = ? WHERE name = ?",
+        (unused.map_or(1i64 << bits, i64::from), namespace.encoded()),
+    )
+    .await
+    .unwrap();
+    conn.disconnect().await.unwrap();
+}
+
+/// A connection of the test's own.
+pub async fn raw(url: &str) -> mysql_async::Conn {
+    raw_connection(url).await
+}
+
+fn values_of(r: &SlotRecord) -> Vec<Value> {
+    vec![
+        Value::from(r.slot),
+        Value::from(r.owner.as_ref().map(|o| o.key.clone())),
+        Value::from(r.owner.as_ref().map(|o| o.incarnation.to_string())),
+        Value::from(r.last_owner_key.clone()),
+        Value::from(r.fence as i64),
+        Value::from(r.expires_at as i64),
+        Value::from(r.floor as i64),
+        Value::from(r.ceiling as i64),
+        Value::from(r.next_floor as i64),
+    ]
+}
+
+async fn upsert(conn: &mut mysql_async::Conn, namespace: &Namespace, values: Vec<Value>) {
     let mut params = vec![Value::from(namespace.encoded())];
     params.extend(values);
     conn.exec_drop(
@@ -81,7 +134,6 @@ pub async fn put_raw_row(url: &str, namespace: &Namespace, values: Vec<Value>) {
     )
     .await
     .unwrap();
-    conn.disconnect().await.unwrap();
 }
 
 pub async fn connect(url: String) -> Mysql {
