@@ -313,18 +313,19 @@ const CANDIDATES_SQL: &str = include_str!("../src/store/mysql/candidates.sql");
 #[tokio::test]
 async fn acquires_on_candidate_rows_decide_as_reading_every_row_does() {
     let Some(t) = target().await else { return };
-    let url = t.url.clone();
+    // One connection for every reset: a call must take a few milliseconds (see the check's timing).
+    let conn = Arc::new(tokio::sync::Mutex::new(raw(&t.url).await));
     hints::hints_never_change_a_decision(t.store.clone(), move |full| {
-        let url = url.clone();
+        let conn = conn.clone();
         async move {
-            let mut conn = raw(&url).await;
-            conn.exec_drop(
-                "UPDATE cosid_namespace SET lowest_unused = NULL WHERE name = ?",
-                (full.encoded(),),
-            )
-            .await
-            .unwrap();
-            conn.disconnect().await.unwrap();
+            conn.lock()
+                .await
+                .exec_drop(
+                    "UPDATE cosid_namespace SET lowest_unused = NULL WHERE name = ?",
+                    (full.encoded(),),
+                )
+                .await
+                .unwrap();
         }
     })
     .await;
