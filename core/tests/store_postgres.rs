@@ -17,7 +17,7 @@ use std::sync::Arc;
 use target::{connect, raw_client, target, Postgres, SCRIPT, URL_VAR};
 
 /// The store's query for an acquisition's candidate rows.
-const CANDIDATES_SQL: &str = include_str!("../src/store/postgres/candidates.sql");
+const CANDIDATES_SQL: &str = include_str!("../src/store/sql_view/candidates.sql");
 
 fn request(key: &str) -> cosid::lease::AcquireRequest {
     cosid::lease::AcquireRequest {

@@ -106,7 +106,7 @@ const SLOT_SQL: &str =
 /// preferred and the hinted unused slot's ($3, $4; -1 for none), the lowest released and lowest expired rows (and
 /// of each the lowest whose `next_floor` is at most $6, now + tolerance; $5 is now), and the held row that expires
 /// first.
-const CANDIDATES_SQL: &str = include_str!("postgres/candidates.sql");
+const CANDIDATES_SQL: &str = include_str!("sql_view/candidates.sql");
 
 /// The lowest slot from $2 on that has no row: $2 itself, or the first slot after a run of rows starting there.
 const FIRST_UNUSED_SQL: &str = "

@@ -8,7 +8,7 @@
 //! The WAL and its index sit beside the path as spelled (`PATH-wal`, `PATH-shm`), so the store refuses a file it
 //! could reach through a second path, and checks at every call that the path still names the file it has open.
 
-use super::{Inspection, LeaseStore, StoreError};
+use super::{sql_view, Inspection, LeaseStore, StoreError};
 use crate::clock::Clock;
 use crate::file_identity::{self, FileId};
 use crate::lease::{
@@ -32,7 +32,8 @@ CREATE TABLE IF NOT EXISTS cosid_namespace (
     bits         INTEGER NOT NULL,
     tolerance_ms INTEGER NOT NULL,
     not_before   INTEGER NOT NULL,
-    layout       TEXT
+    layout       TEXT,
+    lowest_unused INTEGER
 );
 CREATE TABLE IF NOT EXISTS cosid_slot (
     namespace      TEXT NOT NULL,
@@ -48,6 +49,25 @@ CREATE TABLE IF NOT EXISTS cosid_slot (
     PRIMARY KEY (namespace, slot)
 );
 ";
+
+/// The acquire's indexes, each for one part of [`CANDIDATES_SQL`] (the same as PostgreSQL's).
+const INDEXES: &str = "
+CREATE INDEX IF NOT EXISTS cosid_slot_owner ON cosid_slot (namespace, owner_key);
+CREATE INDEX IF NOT EXISTS cosid_slot_last_owner ON cosid_slot (namespace, last_owner_key);
+CREATE INDEX IF NOT EXISTS cosid_slot_released ON cosid_slot (namespace, slot) WHERE owner_key IS NULL;
+CREATE INDEX IF NOT EXISTS cosid_slot_held ON cosid_slot (namespace, expires_at) WHERE owner_key IS NOT NULL;
+";
+
+/// The rows a [`protocol::View`] needs: PostgreSQL's query, its `$n` parameters written `?n`.
+static CANDIDATES_SQL: std::sync::LazyLock<String> =
+    std::sync::LazyLock::new(|| include_str!("sql_view/candidates.sql").replace('$', "?"));
+
+/// The lowest slot from ?2 on that has no row: ?2 itself, or the first slot after a run of rows starting there.
+const FIRST_UNUSED_SQL: &str = "
+SELECT CASE WHEN NOT EXISTS (SELECT 1 FROM cosid_slot WHERE namespace = ?1 AND slot = ?2) THEN ?2
+ELSE (SELECT s.slot + 1 FROM cosid_slot s WHERE s.namespace = ?1 AND s.slot >= ?2
+      AND NOT EXISTS (SELECT 1 FROM cosid_slot t WHERE t.namespace = ?1 AND t.slot = s.slot + 1)
+      ORDER BY s.slot LIMIT 1) END";
 
 /// Leases in an SQLite database file.
 #[derive(Debug)]
@@ -227,7 +247,7 @@ impl Db {
         conn.pragma_update(None, "synchronous", "FULL")
             .map_err(unavailable)?;
         conn.execute_batch(SCHEMA).map_err(unavailable)?;
-        add_layout_column(&mut conn)?;
+        upgrade_schema(&mut conn)?;
         // The file SQLite opened is the one the path names after the open, unless it was swapped during the open.
         let meta = std::fs::metadata(real).map_err(unavailable)?;
         let file = FileId::of(&meta);
@@ -256,24 +276,36 @@ impl Db {
     }
 }
 
-/// Files made before namespace records kept the layout lack its column: add it, in a write transaction so that
-/// two processes opening one old file at once do not both try. Their records read as "no layout yet".
-fn add_layout_column(conn: &mut Connection) -> Result<(), StoreError> {
+/// Files made by earlier versions lack the namespace record's layout (their records read as "no layout yet") and
+/// `lowest_unused` columns, and the acquire's indexes: add them, in a write transaction so that two processes
+/// opening one old file at once do not both try.
+fn upgrade_schema(conn: &mut Connection) -> Result<(), StoreError> {
     let tx = conn
         .transaction_with_behavior(TransactionBehavior::Immediate)
         .map_err(unavailable)?;
-    let has_layout: bool = tx
-        .query_row(
-            "SELECT COUNT(*) FROM pragma_table_info('cosid_namespace') WHERE name = 'layout'",
-            [],
-            |r| r.get::<_, i64>(0),
-        )
-        .map_err(unavailable)?
-        > 0;
-    if !has_layout {
-        tx.execute("ALTER TABLE cosid_namespace ADD COLUMN layout TEXT", [])
+    for column in ["layout", "lowest_unused"] {
+        let present: bool = tx
+            .query_row(
+                "SELECT COUNT(*) FROM pragma_table_info('cosid_namespace') WHERE name = ?1",
+                [column],
+                |r| r.get::<_, i64>(0),
+            )
+            .map_err(unavailable)?
+            > 0;
+        if !present {
+            let kind = if column == "layout" {
+                "TEXT"
+            } else {
+                "INTEGER"
+            };
+            tx.execute(
+                &format!("ALTER TABLE cosid_namespace ADD COLUMN {column} {kind}"),
+                [],
+            )
             .map_err(unavailable)?;
+        }
     }
+    tx.execute_batch(INDEXES).map_err(unavailable)?;
     tx.commit().map_err(unavailable)
 }
 
@@ -458,6 +490,65 @@ fn write_slot(tx: &Transaction<'_>, ns: &Namespace, r: &SlotRecord) -> Result<()
     Ok(())
 }
 
+/// The namespace row's `lowest_unused` hint (`None` when unset or unreadable: a hint).
+fn read_hint(tx: &Transaction<'_>, ns: &Namespace) -> Option<i64> {
+    tx.query_row(
+        "SELECT lowest_unused FROM cosid_namespace WHERE name = ?1",
+        params![ns.encoded()],
+        |r| r.get::<_, Option<i64>>(0),
+    )
+    .ok()
+    .flatten()
+}
+
+/// The candidate rows of an acquisition ([`CANDIDATES_SQL`]), one per slot, not yet validated.
+fn read_candidates(
+    tx: &Transaction<'_>,
+    ns: &Namespace,
+    record: &NamespaceRecord,
+    request: &AcquireRequest,
+    hint: Option<i64>,
+    now: u64,
+) -> Result<Vec<SlotRecord>, StoreError> {
+    let mut stmt = tx.prepare_cached(&CANDIDATES_SQL).map_err(unavailable)?;
+    let rows = stmt
+        .query_map(
+            params![
+                ns.encoded(),
+                request.owner.key,
+                request.preferred_slot.map_or(-1, i64::from),
+                hint.unwrap_or(-1),
+                i64_of(now),
+                i64_of(now.saturating_add(record.tolerance_ms)),
+            ],
+            raw_slot,
+        )
+        .map_err(unavailable)?
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| corrupt(ns, "a slot record", e.to_string()))?;
+    let records = rows
+        .into_iter()
+        .map(|raw| decode_slot(ns, raw))
+        .collect::<Result<_, _>>()?;
+    Ok(sql_view::candidates(records))
+}
+
+/// The lowest slot from `from` on without a row ([`FIRST_UNUSED_SQL`]), as a view's `lowest_unused`.
+fn first_unused(
+    tx: &Transaction<'_>,
+    ns: &Namespace,
+    bits: u8,
+    from: u32,
+) -> Result<Option<u32>, StoreError> {
+    if u64::from(from) >= 1u64 << bits {
+        return Ok(None);
+    }
+    let first: i64 = tx
+        .query_row(FIRST_UNUSED_SQL, params![ns.encoded(), from], |r| r.get(0))
+        .map_err(unavailable)?;
+    Ok(sql_view::unused_below(first, bits))
+}
+
 /// Reads one slot of a lease's namespace and validates it against the namespace's bits.
 fn read_checked(tx: &Transaction<'_>, lease: &SlotLease) -> Result<Option<SlotRecord>, StoreError> {
     let ns = &lease.namespace;
@@ -487,13 +578,42 @@ impl LeaseStore for SqliteStore {
             if stored != Some(record) {
                 write_namespace(tx, namespace, &record)?;
             }
-            let slots = read_slots(tx, namespace)?;
+            let hint = read_hint(tx, namespace);
+            let mut slots = read_candidates(tx, namespace, &record, request, hint, now)?;
             for s in &slots {
                 protocol::validate(KIND, namespace, s, record.bits)?;
             }
-            let grant = protocol::acquire(namespace, &record, &slots, request, now)?;
+            let lowest_unused = match sql_view::hinted(hint, &slots, record.bits) {
+                Some(unused) => unused,
+                None => {
+                    // No hint yet (a file from an earlier version, or reset after a hand edit), or a stale one:
+                    // decide on every row, as before, and keep the hint from there on.
+                    slots = read_slots(tx, namespace)?;
+                    for s in &slots {
+                        protocol::validate(KIND, namespace, s, record.bits)?;
+                    }
+                    protocol::lowest_unused(&slots, record.bits)
+                }
+            };
+            let view = protocol::View {
+                records: &slots,
+                lowest_unused,
+            };
+            let grant = protocol::acquire_in(namespace, &record, &view, request, now)?;
+            let mut unused = lowest_unused;
             if let Some(w) = &grant.write {
                 write_slot(tx, namespace, w)?;
+                if let Some(from) = sql_view::advanced(&view, w.slot) {
+                    unused = first_unused(tx, namespace, record.bits, from)?;
+                }
+            }
+            let keep = sql_view::stored(unused, record.bits);
+            if hint != Some(keep) {
+                tx.execute(
+                    "UPDATE cosid_namespace SET lowest_unused = ?2 WHERE name = ?1",
+                    params![namespace.encoded(), keep],
+                )
+                .map_err(unavailable)?;
             }
             Ok(grant.acquired)
         })

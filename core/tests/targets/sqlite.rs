@@ -75,10 +75,44 @@ fn connection(path: &Path) -> rusqlite::Connection {
 }
 
 /// Writes `r` into slot `r.slot` of `namespace` in the file at `path` as it is, with a connection of its own and
-/// none of the store's checks.
+/// none of the store's checks; then resets the namespace's `lowest_unused`, as docs/stores.md says to after a hand
+/// edit.
 pub fn put_raw_at(path: &Path, namespace: &Namespace, r: &SlotRecord) {
+    let conn = connection(path);
+    upsert(&conn, namespace, r);
+    conn.execute(
+        "UPDATE cosid_namespace SET lowest_unused = NULL WHERE name = ?1",
+        [namespace.encoded()],
+    )
+    .unwrap();
+}
+
+/// Writes `rows` and sets `lowest_unused` as the store keeps it (`2^bits` when every slot has a row).
+pub fn put_hinted_at(
+    path: &Path,
+    namespace: &Namespace,
+    rows: &[SlotRecord],
+    unused: Option<u32>,
+    bits: u8,
+) {
+    let conn = connection(path);
+    for r in rows {
+        upsert(&conn, namespace, r);
+    }
+    conn.execute(
+        "UPDATE cosid_namespace SET lowest_unused = ?2 WHERE name = ?1",
+        rusqlite::params![namespace.encoded(), unused.map_or(1i64 << bits, i64::from)],
+    )
+    .unwrap();
+}
+
+/// A connection of the test's own to the file at `path`.
+pub fn raw_at(path: &Path) -> rusqlite::Connection {
     connection(path)
-        .execute(
+}
+
+fn upsert(conn: &rusqlite::Connection, namespace: &Namespace, r: &SlotRecord) {
+    conn.execute(
             "INSERT OR REPLACE INTO cosid_slot (namespace, slot, owner_key, incarnation, last_owner_key, fence,
              expires_at, floor, ceiling, next_floor) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
             rusqlite::params![

@@ -1,4 +1,6 @@
--- The candidate rows of an acquisition (see CANDIDATES_SQL in postgres.rs).
+-- The candidate rows of an acquisition, for PostgreSQL and SQLite (which reads it with ?n for $n): $1 the
+-- namespace, $2 the owner key, $3 the preferred slot and $4 the hinted unused slot (-1 for none), $5 now, $6 now
+-- plus the tolerance. See sql_view.rs.
 SELECT * FROM (SELECT slot, owner_key, incarnation, last_owner_key, fence, expires_at, floor, ceiling, next_floor
     FROM cosid_slot WHERE namespace = $1 AND owner_key = $2) a
 UNION ALL SELECT * FROM (SELECT slot, owner_key, incarnation, last_owner_key, fence, expires_at, floor, ceiling,
