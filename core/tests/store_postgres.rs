@@ -517,23 +517,43 @@ async fn the_candidate_query_reads_through_indexes() {
         .await
         .unwrap();
     t.raw.execute("ANALYZE cosid_slot", &[]).await.unwrap();
-    let plan: Vec<String> = t
-        .raw
-        .query(
-            &format!("EXPLAIN (ANALYZE, COSTS OFF) {CANDIDATES_SQL}"),
-            &[&ns.encoded(), &"k7", &5i64, &2048i64, &1i64, &2i64],
-        )
-        .await
-        .unwrap()
-        .iter()
-        .map(|r| r.get(0))
-        .collect();
-    let plan = plan.join("\n");
-    assert!(!plan.contains("Seq Scan"), "{plan}");
-    let passed_over: u64 = plan
-        .lines()
-        .filter_map(|l| l.trim().strip_prefix("Rows Removed by Filter: "))
-        .map(|n| n.parse::<u64>().unwrap())
-        .sum();
-    assert!(passed_over < 64, "{passed_over} rows passed over:\n{plan}");
+    // Both the plan made for the parameters and the generic plan a prepared statement switches to after a few runs.
+    for mode in ["force_custom_plan", "force_generic_plan"] {
+        // A prepared statement, as the store's cached ones are (an EXPLAIN is planned with its parameters).
+        t.raw
+            .batch_execute(&format!(
+                "SET plan_cache_mode = {mode};
+                 PREPARE candidates (text, text, int8, int8, int8, int8) AS {CANDIDATES_SQL}"
+            ))
+            .await
+            .unwrap();
+        let explain = format!(
+            "EXPLAIN (ANALYZE, COSTS OFF) EXECUTE candidates('{}', 'k7', 5, 2048, 1, 2)",
+            ns.encoded()
+        );
+        let plan: Vec<String> = t
+            .raw
+            .simple_query(&explain)
+            .await
+            .unwrap()
+            .into_iter()
+            .filter_map(|m| match m {
+                tokio_postgres::SimpleQueryMessage::Row(r) => r.get(0).map(str::to_owned),
+                _ => None,
+            })
+            .collect();
+        t.raw.batch_execute("DEALLOCATE candidates").await.unwrap();
+        let plan = plan.join("\n");
+        assert!(!plan.contains("Seq Scan"), "{mode}: {plan}");
+        let passed_over: u64 = plan
+            .lines()
+            .filter_map(|l| l.trim().strip_prefix("Rows Removed by Filter: "))
+            .map(|n| n.parse::<u64>().unwrap())
+            .sum();
+        assert!(
+            passed_over < 64,
+            "{mode}: {passed_over} rows passed over:\n{plan}"
+        );
+    }
+    t.raw.batch_execute("RESET plan_cache_mode").await.unwrap();
 }
