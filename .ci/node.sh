@@ -4,8 +4,9 @@
 #
 #   1. lints of the addon crate (a member of the root workspace, not a default one: the root's `cargo clippy -p
 #      cosid -p cosid-cli` does not reach it);
-#   2. `npm ci && npm run build` inside bindings/node, then a check that the committed index.d.ts is what
-#      `napi build` generates (napi builds for an explicit target triple, in target/<triple>/);
+#   2. `npm ci` inside bindings/node, then a check that the committed index.d.ts is what napi generates: from the
+#      type definitions dist/'s release build of the addon left (scripts/dist.sh), or without dist/ by `npm run
+#      build` (napi builds for an explicit target triple, in target/<triple>/: a second build of everything);
 #   3. the tests (node --test), the store tests against real servers, and one quick run of the benchmark harness
 #      (figures only), against the prebuilt addon of dist/'s platform package (scripts/dist.sh) when there is one,
 #      else against the build of step 2. .ci/artefacts.sh installs the npm tarballs into fresh projects.
@@ -56,21 +57,36 @@ step "node: npm ci"
 cd "$pkg"
 npm ci --ignore-scripts --no-audit --no-fund
 
-# The committed index.d.ts must be what `napi build` generates. napi passes `--target <host triple>` to cargo, so this
-# build compiles in target/<triple>/ (not on the one release build of scripts/dist.sh); COSID_NODE_DTS_CHECK=0
-# skips it for a quick run.
+platform_tgz=$(ls "$root"/dist/cosid-linux-x64-gnu-*.tgz 2>/dev/null | head -1 || true)
+typedefs=${CARGO_TARGET_DIR:-$root/target}/napi-type-def/cosid-node
+
+# The committed index.d.ts must be what napi generates. With dist/, from the type definitions its release build of
+# the addon left (scripts/dist.sh), rendered by @napi-rs/cli as `napi build --dts` renders them; without, by
+# `napi build` itself (which passes `--target <host triple>` to cargo, so it compiles apart from any other build).
+# COSID_NODE_DTS_CHECK=0 skips it for a quick run.
 if [ "${COSID_NODE_DTS_CHECK:-1}" != 0 ]; then
-  step "node: npm run build (napi build --dts), and index.d.ts is what it generates"
-  build_start=$SECONDS
-  npm run build
-  echo "node: addon built (every store) in $((SECONDS - build_start)) s"
-  if ! git -C "$root" diff --exit-code -- bindings/node/index.d.ts; then
-    echo "node: index.d.ts is not what napi build generates: run 'npm run build' in bindings/node and commit it" >&2
-    exit 1
+  if [ -n "$platform_tgz" ] && [ -s "$typedefs" ]; then
+    step "node: index.d.ts is what napi generates from dist's build of the addon"
+    generated=$(mktemp)
+    node scripts/typedefs.mjs "$(dirname "$typedefs")" "$generated"
+    if ! diff -u index.d.ts "$generated"; then
+      rm -f "$generated"
+      echo "node: index.d.ts is not what napi generates: run 'npm run build' in bindings/node and commit it" >&2
+      exit 1
+    fi
+    rm -f "$generated"
+  else
+    step "node: npm run build (napi build --dts), and index.d.ts is what it generates"
+    build_start=$SECONDS
+    npm run build
+    echo "node: addon built (every store) in $((SECONDS - build_start)) s"
+    if ! git -C "$root" diff --exit-code -- bindings/node/index.d.ts; then
+      echo "node: index.d.ts is not what napi build generates: run 'npm run build' in bindings/node and commit it" >&2
+      exit 1
+    fi
   fi
 fi
 
-platform_tgz=$(ls "$root"/dist/cosid-linux-x64-gnu-*.tgz 2>/dev/null | head -1 || true)
 if [ -n "$platform_tgz" ]; then
   step "node: the tests load the prebuilt addon of ${platform_tgz#"$root"/}"
   addon=$pkg/cosid.$(node -p "require('./platform.js').platformName()").node

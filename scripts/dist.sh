@@ -48,7 +48,15 @@ step "cargo build --release: libcosid, the Node addon, the CLI (every store)"
 # The Python module is built by maturin below, on this build: its crate adds only pyo3 to the same feature set
 # (`cargo tree -e features` shows it), so the core and every shared dependency are compiled once. It is left out
 # here because maturin builds pyo3 with its own environment: building it here too would rebuild pyo3 each time.
-cargo build --release --locked -p cosid-ffi -p cosid-node -p cosid-cli --features cosid-cli/stores
+# napi-derive writes the addon's TypeScript definitions into $typedefs as it compiles the addon's crate (the two
+# variables rebuild that crate alone): .ci/node.sh checks the committed index.d.ts against them instead of building
+# the addon a second time with `napi build`.
+typedefs=$target/napi-type-def
+rm -rf "$typedefs"
+mkdir -p "$typedefs"
+NAPI_TYPE_DEF_TMP_FOLDER=$typedefs NAPI_FORCE_BUILD_COSID_NODE=$(date +%s%N) \
+    cargo build --release --locked -p cosid-ffi -p cosid-node -p cosid-cli --features cosid-cli/stores
+[ -s "$typedefs/cosid-node" ] || { echo "dist: the addon's build left no type definitions in $typedefs" >&2; exit 1; }
 
 step "Python: abi3 wheel (maturin, manylinux tag from the symbols the module uses) and sdist"
 tools=$target/dist-tools
