@@ -413,7 +413,6 @@ async fn the_candidate_query_reads_through_indexes() {
     .await
     .unwrap();
     conn.query_drop("ANALYZE TABLE cosid_slot").await.unwrap();
-    let name = ns.encoded();
     let name = format!("'{}'", ns.encoded());
     let params = [
         &name, "'k7'", &name, "'k7'", &name, "5", "2048", &name, &name, "2", &name, "1", &name,
