@@ -66,7 +66,7 @@ for tool in etcd:etcd-server nft:nftables ss:iproute2; do
             log "cannot install ${tool#*:}"
     fi
 done
-etcd --version | head -1 >&2
+etcd --version 2>&1 | sed -n 1p >&2  # sed reads it all: `head` could make etcd die of SIGPIPE under pipefail
 if [ ! -f /usr/share/java/zookeeper.jar ] || ! command -v java >/dev/null 2>&1; then
     log "installing zookeeper"
     export DEBIAN_FRONTEND=noninteractive
