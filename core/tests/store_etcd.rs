@@ -8,13 +8,18 @@
 #[path = "targets/etcd.rs"]
 mod target;
 
+#[path = "targets/hints.rs"]
+mod hints;
+
 use cosid::conformance;
 
 use cosid::clock::{Clock, ManualClock};
 use cosid::lease::{AcquireRequest, Namespace, NamespaceConfig, Owner};
 use cosid::store::{EtcdStore, LeaseStore, StoreError, StoreUrl};
 use std::sync::Arc;
-use target::{endpoints, on_host_clock, put_raw, target, SCRIPT, URL_VAR};
+use target::{
+    client, endpoints, forget_index, on_host_clock, put_indexed, put_raw, target, SCRIPT, URL_VAR,
+};
 
 conformance::conformance_tests!(target());
 
@@ -164,8 +169,30 @@ async fn records_are_json_under_the_namespace_prefix_and_carry_no_ttl() {
         .kvs()
         .iter()
         .map(|kv| kv.key_str().unwrap().to_owned())
+        .filter(|k| !k.starts_with(&format!("{prefix}i/")))
         .collect();
     assert_eq!(keys, [format!("{prefix}ns"), format!("{prefix}slot/0")]);
+    // Beside them, the acquire index: owner `a` (hex 61) holds slot 0 until its expiry; slot 1 is the lowest
+    // unused.
+    let index: Vec<(String, String)> = got
+        .kvs()
+        .iter()
+        .filter_map(|kv| {
+            let k = kv.key_str().unwrap().strip_prefix(&format!("{prefix}i/"))?;
+            Some((k.to_owned(), kv.value_str().unwrap().to_owned()))
+        })
+        .collect();
+    let expiry = T0 + 30_000;
+    assert_eq!(
+        index,
+        [
+            (format!("held/{expiry:020}/0000000000"), String::new()),
+            ("hw".to_owned(), "1".to_owned()),
+            ("l/61/0000000000".to_owned(), String::new()),
+            ("o/61/0000000000".to_owned(), String::new()),
+            ("v".to_owned(), "1".to_owned()),
+        ]
+    );
     for kv in got.kvs() {
         assert_eq!(
             kv.lease(),
@@ -173,6 +200,9 @@ async fn records_are_json_under_the_namespace_prefix_and_carry_no_ttl() {
             "{} has a lease: expiry must be data, not a TTL",
             kv.key_str().unwrap()
         );
+        if kv.key_str().unwrap().starts_with(&format!("{prefix}i/")) {
+            continue;
+        }
         let value: serde_json::Value = serde_json::from_slice(kv.value()).unwrap();
         assert!(value.is_object(), "{value}");
     }
@@ -380,5 +410,136 @@ async fn user_and_password_come_from_the_url() {
             .unwrap_err();
         assert!(!err.is_retryable(), "{bad}: {err:?}");
         assert!(!err.to_string().contains("wrong-pw"), "{err}");
+    }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// The acquire index: a hint that must never change a decision.
+
+/// The same random calls on a namespace that keeps its index and on one whose index is deleted before every call
+/// (so each of its acquires builds it again from every record).
+#[tokio::test]
+async fn acquires_on_the_index_decide_as_reading_every_record_does() {
+    let Some(url) = conformance::server_url(URL_VAR, SCRIPT) else {
+        return;
+    };
+    let t = on_host_clock(url.clone()).await;
+    hints::hints_never_change_a_decision(t.store.clone(), move |full| {
+        let url = url.clone();
+        async move { forget_index(&url, &full).await }
+    })
+    .await;
+}
+
+/// Random namespaces written with an index (half of them with none, which the acquire builds), then one acquire
+/// each: the store's answer is the protocol's decision on every record. The written index has every expired lease
+/// still under `held`, so the acquire sweeps them first.
+#[tokio::test]
+async fn acquires_on_the_index_decide_as_the_protocol_on_every_record() {
+    let Some(url) = conformance::server_url(URL_VAR, SCRIPT) else {
+        return;
+    };
+    let t = on_host_clock(url.clone()).await;
+    let mut case = 0;
+    hints::hinted_acquires_decide_as_the_protocol_on_every_row(
+        t.store.clone(),
+        300,
+        // 32 slots: more free entries than an acquire reads at first.
+        5,
+        move |ns, rows, unused| {
+            let url = url.clone();
+            case += 1;
+            let build = case % 2 == 0;
+            async move {
+                put_indexed(&url, &ns, &rows, unused).await;
+                if build {
+                    forget_index(&url, &ns).await;
+                }
+            }
+        },
+    )
+    .await;
+}
+
+/// Entries that their records contradict (left by a hand edit, or by a client of an earlier version writing a
+/// record without its index keys) are repaired, and never make an acquire take a held slot or give one owner two.
+#[tokio::test]
+async fn index_entries_that_records_contradict_are_repaired() {
+    let Some(url) = conformance::server_url(URL_VAR, SCRIPT) else {
+        return;
+    };
+    let clock = ManualClock::new(T0);
+    let store = store(&url, &clock).await;
+    let ns = fresh("etcd-stale-index");
+    let owner_a = request("a");
+    let a = store.acquire(&ns, &CONFIG, &owner_a).await.unwrap().lease;
+    let b = store
+        .acquire(&ns, &CONFIG, &request("b"))
+        .await
+        .unwrap()
+        .lease;
+    assert_eq!((a.slot, b.slot), (0, 1));
+    let mut c = client(&url).await;
+    let root = format!("cosid/{}/i/", ns.encoded());
+    // Slot 0 listed as free while `a` holds it; `hw` back at 1, which `b` holds; an owner entry for `c` on slot 1.
+    c.put(format!("{root}free/0000000000"), "", None)
+        .await
+        .unwrap();
+    c.put(format!("{root}hw"), "1", None).await.unwrap();
+    c.put(format!("{root}o/63/0000000001"), "", None)
+        .await
+        .unwrap();
+    let got = store
+        .acquire(&ns, &CONFIG, &request("c"))
+        .await
+        .unwrap()
+        .lease;
+    assert_eq!((got.slot, got.fence), (2, 1), "slots 0 and 1 are held");
+    let index: Vec<String> = c
+        .get(
+            root.as_str(),
+            Some(etcd_client::GetOptions::new().with_prefix()),
+        )
+        .await
+        .unwrap()
+        .kvs()
+        .iter()
+        .map(|kv| {
+            format!(
+                "{}={}",
+                &kv.key_str().unwrap()[root.len()..],
+                kv.value_str().unwrap()
+            )
+        })
+        .collect();
+    for gone in ["free/0000000000=", "o/63/0000000001="] {
+        assert!(!index.contains(&gone.to_owned()), "{index:?}");
+    }
+    assert!(index.contains(&"hw=3".to_owned()), "{index:?}");
+    assert!(index.contains(&"o/63/0000000002=".to_owned()), "{index:?}");
+    // `a` asking again gets its own slot back, not a second one.
+    let again = store.acquire(&ns, &CONFIG, &owner_a).await.unwrap().lease;
+    assert_eq!((again.slot, again.fence), (a.slot, a.fence));
+}
+
+/// Two acquisitions by one owner at once (a retry racing the first attempt) end with one slot, not two: the
+/// write compares that no record of the owner's key appeared since the read.
+#[tokio::test]
+async fn one_owner_acquiring_twice_at_once_holds_one_slot() {
+    let Some(url) = conformance::server_url(URL_VAR, SCRIPT) else {
+        return;
+    };
+    let t = on_host_clock(url.clone()).await;
+    for round in 0..20 {
+        let ns = fresh("etcd-same-owner");
+        let req = request(&format!("twice-{round}"));
+        let (x, y) = tokio::join!(
+            t.store.acquire(&ns, &CONFIG, &req),
+            t.store.acquire(&ns, &CONFIG, &req)
+        );
+        let (x, y) = (x.unwrap().lease, y.unwrap().lease);
+        assert_eq!((x.slot, x.fence), (y.slot, y.fence), "round {round}");
+        let held = t.store.inspect(&ns).await.unwrap().slots;
+        assert_eq!(held.len(), 1, "round {round}: {held:?}");
     }
 }

@@ -340,6 +340,7 @@ async fn acquires_on_candidate_rows_decide_as_the_protocol_on_every_row() {
     hints::hinted_acquires_decide_as_the_protocol_on_every_row(
         t.store.clone(),
         300,
+        3,
         move |ns, rows, unused| {
             let url = url.clone();
             async move { put_hinted(&url, &ns, &rows, unused, 3).await }

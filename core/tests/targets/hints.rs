@@ -133,12 +133,13 @@ where
 pub async fn hinted_acquires_decide_as_the_protocol_on_every_row<F, Fut>(
     store: Arc<dyn LeaseStore>,
     cases: u32,
+    bits: u8,
     mut write: F,
 ) where
     F: FnMut(Namespace, Vec<SlotRecord>, Option<u32>) -> Fut,
     Fut: Future<Output = ()>,
 {
-    let config = NamespaceConfig { bits: 3, ..CONFIG };
+    let config = NamespaceConfig { bits, ..CONFIG };
     let count = 1u32 << config.bits;
     let incarnations: Vec<uuid::Uuid> = (0..3).map(|_| uuid::Uuid::new_v4()).collect();
     let keys = ["k0", "k1", "k2"];
@@ -196,7 +197,7 @@ pub async fn hinted_acquires_decide_as_the_protocol_on_every_row<F, Fut>(
                 incarnation: incarnations[rng.below(3) as usize],
             },
             ttl_ms: 3_000,
-            preferred_slot: (rng.below(3) == 0).then(|| rng.below(10) as u32),
+            preferred_slot: (rng.below(3) == 0).then(|| rng.below(u64::from(count) + 2) as u32),
         };
         let ns_record = store.inspect(&ns).await.unwrap().namespace.unwrap();
         let got = store.acquire(&ns, &config, &request).await;
