@@ -543,3 +543,43 @@ async fn one_owner_acquiring_twice_at_once_holds_one_slot() {
         assert_eq!(held.len(), 1, "round {round}: {held:?}");
     }
 }
+
+/// The lowest free slot that can start within the tolerance is found past the first page of free entries: here
+/// slots 0 to 9 were released with floors ten minutes ahead (a holder's clock ran ahead), slot 20 with a floor in
+/// the past, and every other slot is held.
+#[tokio::test]
+async fn the_lowest_ready_free_slot_is_found_past_the_first_page_of_free_entries() {
+    let Some(url) = conformance::server_url(URL_VAR, SCRIPT) else {
+        return;
+    };
+    let clock = ManualClock::new(T0);
+    let store = store(&url, &clock).await;
+    let ns = fresh("etcd-free-pages");
+    let rows: Vec<cosid::lease::SlotRecord> = (0..32)
+        .map(|slot| {
+            let released = slot < 10 || slot == 20;
+            let next_floor = match slot {
+                20 => T0 - 1_000,
+                s if s < 10 => T0 + 600_000,
+                _ => T0 + 31_000,
+            };
+            cosid::lease::SlotRecord {
+                slot,
+                owner: (!released).then(|| Owner::new(format!("h{slot}"))),
+                last_owner_key: Some(format!("h{slot}")),
+                fence: 1,
+                expires_at: T0 + 30_000,
+                floor: T0 - 60_000,
+                ceiling: next_floor.min(T0 + 31_000),
+                next_floor,
+            }
+        })
+        .collect();
+    put_indexed(&url, &ns, &rows, None).await;
+    let got = store
+        .acquire(&ns, &CONFIG, &request("new"))
+        .await
+        .unwrap()
+        .lease;
+    assert_eq!(got.slot, 20, "{got:?}");
+}

@@ -393,7 +393,7 @@ const STEPS: usize = 64;
 /// How many expired leases one transaction moves from `held` to `free`.
 const SWEEP: i64 = 32;
 /// How many free entries an acquisition reads at a time.
-const FREE_PAGE: i64 = 8;
+const FREE_PAGE: i64 = 4;
 /// How many slots past `hw` an acquisition reads, to move `hw` past them when it takes that slot.
 const HW_AHEAD: u32 = 4;
 /// How many slots a walk past a stale `hw` reads at a time.
