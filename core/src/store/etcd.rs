@@ -75,7 +75,12 @@ fn etcd_err(e: etcd_client::Error) -> StoreError {
     use etcd_client::Error as E;
     let retryable = match &e {
         E::TransportError(_) | E::IoError(_) | E::EndpointError(_) => true,
-        E::GRpcStatus(s) => RETRYABLE_GRPC_CODES.contains(&(s.code() as i32)),
+        E::GRpcStatus(s) => {
+            RETRYABLE_GRPC_CODES.contains(&(s.code() as i32))
+                // An acquisition reads the records at the revision of its index read: a compaction in between
+                // makes that revision unreadable, and reading again is the answer.
+                || (s.code() as i32 == 11 && s.message().contains("compacted")) // OUT_OF_RANGE
+        }
         _ => false,
     };
     common::client_error(KIND, e, retryable)
