@@ -100,7 +100,7 @@ where
             match attempt(connection().await?).await? {
                 Try::Done(value) => return Ok(value),
                 Try::Raced => {
-                    let pause = rand::random_range(0..=(1u64 << tries.min(5)));
+                    let pause = rand::random_range(0..=(1u64 << tries.min(10)));
                     tokio::time::sleep(Duration::from_millis(pause)).await;
                 }
             }

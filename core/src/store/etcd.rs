@@ -401,7 +401,9 @@ const SWEEP: i64 = 32;
 const FREE_PAGE: i64 = 4;
 /// How many slots past `hw` an acquisition reads, to move `hw` past them when it takes that slot.
 const HW_AHEAD: u32 = 4;
-/// How many slots a walk past a stale `hw` reads at a time.
+/// The widest window past `hw` in which an acquisition that keeps losing races picks a slot (see [`spread`]).
+const SPREAD: u32 = 128;
+/// How many slots a walk past an overtaken `hw` reads at a time.
 const HW_WALK: u32 = 64;
 /// How long a client building a namespace's index holds it before another may take the build over.
 const BUILD_MS: u64 = 60_000;
@@ -489,6 +491,7 @@ async fn acquire_step(
     config: &NamespaceConfig,
     request: &AcquireRequest,
     now: u64,
+    raced: u32,
 ) -> Result<Step, StoreError> {
     let key = &request.owner.key;
     let (probe, revision) = read_many(
@@ -592,12 +595,43 @@ async fn acquire_step(
         repair(kv, namespace, bad, *slot, records.get(slot), now).await?;
         return Ok(Step::Again);
     }
-    if let Some(h) = hw {
-        if records.contains_key(&h) {
-            walk_hw(kv, namespace, h, count, hw_rev).await?;
-            return Ok(Step::Again);
+    // `hw` is the lowest slot with no record as its last writer saw it: slots just past it may have been taken since
+    // (by acquisitions that picked past it after a lost race, a preferred slot, a client of an earlier version).
+    // The lowest unused slot is the first slot from `hw` on that has no record: among those already read, else
+    // found by reading keys further on. Only the acquisition that takes it writes `hw`, so walking past an
+    // overtaken `hw` writes nothing that others would race on.
+    let unused = match hw {
+        Some(h) => match (h..=h.saturating_add(HW_AHEAD))
+            .filter(|&s| in_range(s))
+            .find(|s| !records.contains_key(s))
+        {
+            Some(s) => Some(s),
+            None => {
+                first_unused(
+                    kv,
+                    namespace,
+                    h.saturating_add(HW_AHEAD + 1),
+                    count,
+                    revision,
+                )
+                .await?
+            }
+        },
+        None => None,
+    };
+    // After a lost race, one more slot past it: one with no record, at random in a window that widens with each
+    // lost race.
+    let pick = match unused {
+        Some(u) if raced > 0 => {
+            let window = (32u32 << raced.min(5)).min(SPREAD);
+            let past: Vec<u32> = (u.saturating_add(1)..u.saturating_add(window))
+                .filter(|&s| in_range(s) && !records.contains_key(&s))
+                .collect();
+            let free_ones = never_used_among(kv, namespace, &past, revision).await?;
+            (!free_ones.is_empty()).then(|| free_ones[rand::random_range(0..free_ones.len())])
         }
-    }
+        _ => None,
+    };
 
     // The lowest free record that can start within the tolerance may lie past the first page of free entries.
     let soon = now.saturating_add(record.tolerance_ms);
@@ -605,7 +639,9 @@ async fn acquire_step(
     while more_free
         && record.not_before <= soon
         && !free.iter().any(|(_, s)| ready(&records[s].0))
-        && free.last().is_some_and(|(_, s)| hw.is_none_or(|h| *s < h))
+        && free
+            .last()
+            .is_some_and(|(_, s)| unused.is_none_or(|h| *s < h))
     {
         let after = format!("{}\0", free.last().map_or("", |(k, _)| k));
         let (page, _) = read_many(
@@ -645,7 +681,7 @@ async fn acquire_step(
         &record,
         &protocol::View {
             records: &view,
-            lowest_unused: hw,
+            lowest_unused: unused,
         },
         request,
         now,
@@ -674,13 +710,44 @@ async fn acquire_step(
                 &record,
                 &protocol::View {
                     records: &view,
-                    lowest_unused: hw,
+                    lowest_unused: unused,
                 },
                 request,
                 now,
             )?
         }
         other => other?,
+    };
+    let grant = match &grant.write {
+        Some(w) if raced > 0 && request.preferred_slot.is_none() => {
+            let ready_free: Vec<u32> = free
+                .iter()
+                .map(|(_, s)| *s)
+                .filter(|s| {
+                    let r = &records[s].0;
+                    ready(r) && r.last_owner_key.as_ref() != Some(key)
+                })
+                .collect();
+            let never_used = unused
+                .into_iter()
+                .chain(pick)
+                .filter(|s| !records.contains_key(s));
+            match spread(w.slot, ready_free.into_iter().chain(never_used).collect()) {
+                Some(other) => {
+                    let request = AcquireRequest {
+                        preferred_slot: Some(other),
+                        ..request.clone()
+                    };
+                    let view = protocol::View {
+                        records: &view,
+                        lowest_unused: unused,
+                    };
+                    protocol::acquire_in(namespace, &record, &view, &request, now)?
+                }
+                None => grant,
+            }
+        }
+        _ => grant,
     };
     let Some(w) = &grant.write else {
         return Ok(Step::Done(grant.acquired));
@@ -714,7 +781,7 @@ async fn acquire_step(
         None,
     ));
     ops.extend(index::reindex(namespace, old.map(|(r, _)| r), w));
-    if hw == Some(w.slot) {
+    if unused == Some(w.slot) {
         let next = (w.slot + 1..=w.slot.saturating_add(HW_AHEAD))
             .find(|s| !records.contains_key(s))
             .unwrap_or(w.slot.saturating_add(HW_AHEAD + 1));
@@ -731,6 +798,25 @@ async fn acquire_step(
     } else {
         Step::Raced
     })
+}
+
+/// After a lost race, another slot as good as `chosen`, picked at random, or `None` to keep `chosen`.
+///
+/// Clients that start at once all choose the same lowest free slot, and with optimistic writes only one of them
+/// wins each round: a thousand of them take a thousand rounds, each re-reading. When `chosen` is one of `equals`
+/// (the free slots that can start within the tolerance and are not the caller's sticky slot, and the unused slots
+/// read past `hw`: the few just past it and one at random in a window that widens with each lost race, up to
+/// [`SPREAD`]), a client that already lost a race picks one of the others
+/// instead, as the preferred slot of its request: the protocol still decides, and a client that never lost a race
+/// (every call when there is no contention) takes the lowest, as the protocol orders.
+fn spread(chosen: u32, mut equals: Vec<u32>) -> Option<u32> {
+    if !equals.contains(&chosen) {
+        return None;
+    }
+    equals.retain(|&s| s != chosen);
+    equals.sort_unstable();
+    equals.dedup();
+    (!equals.is_empty()).then(|| equals[rand::random_range(0..equals.len())])
 }
 
 /// The deadline of a build in progress, from the index's state.
@@ -841,35 +927,56 @@ async fn repair(
     Ok(())
 }
 
-/// Moves `hw` past slots that have records, from `from` (which has one), if it is still as read.
-async fn walk_hw(
+/// The lowest slot from `from` on that has no record at `revision` (reading their keys, [`HW_WALK`] at a time), or
+/// `None` when every one has a record: the walk past an `hw` that slots taken since have overtaken. The acquisition
+/// that takes the slot found writes `hw` past it.
+async fn first_unused(
     kv: &mut KvClient,
     ns: &Namespace,
     from: u32,
     count: u64,
-    hw_rev: Option<i64>,
-) -> Result<(), StoreError> {
+    revision: i64,
+) -> Result<Option<u32>, StoreError> {
     let mut start = u64::from(from);
-    let next = loop {
-        if start >= count {
-            break "none".to_owned();
-        }
+    while start < count {
         let slots: Vec<u32> = (start..count.min(start + u64::from(HW_WALK)))
             .map(|s| s as u32)
             .collect();
-        let gets = slots
-            .iter()
-            .map(|&s| TxnOp::get(slot_key(ns, s), Some(GetOptions::new().with_keys_only())))
-            .collect();
-        let (answers, _) = read_many(kv, gets).await?;
-        if let Some((s, _)) = slots.iter().zip(&answers).find(|(_, a)| a.kvs().is_empty()) {
-            break s.to_string();
+        if let Some(&s) = never_used_among(kv, ns, &slots, revision).await?.first() {
+            return Ok(Some(s));
         }
         start += u64::from(HW_WALK);
-    };
-    let compares = vec![unchanged(&index::hw(ns), hw_rev)];
-    commit_ops(kv, compares, vec![TxnOp::put(index::hw(ns), next, None)]).await?;
-    Ok(())
+    }
+    Ok(None)
+}
+
+/// Those of `slots` that have no record at `revision` (reading keys only).
+async fn never_used_among(
+    kv: &mut KvClient,
+    ns: &Namespace,
+    slots: &[u32],
+    revision: i64,
+) -> Result<Vec<u32>, StoreError> {
+    let mut unused = Vec::new();
+    // etcd refuses a transaction of more than 128 operations (`--max-txn-ops`).
+    for chunk in slots.chunks(HW_WALK as usize) {
+        let gets = chunk
+            .iter()
+            .map(|&s| {
+                let options = GetOptions::new().with_keys_only().with_revision(revision);
+                TxnOp::get(slot_key(ns, s), Some(options))
+            })
+            .collect();
+        let (answers, _) = read_many(kv, gets).await?;
+        unused.extend(
+            chunk
+                .iter()
+                .zip(&answers)
+                .filter(|(_, a)| a.kvs().is_empty())
+                .map(|(s, _)| *s),
+        );
+    }
+    Ok(unused)
 }
 
 /// Builds the index of a namespace that has none (or whose build was left past its deadline): claims the build,
@@ -985,11 +1092,13 @@ impl LeaseStore for EtcdStore {
         config: &NamespaceConfig,
         request: &AcquireRequest,
     ) -> Result<Acquired, StoreError> {
+        let raced = &std::sync::atomic::AtomicU32::new(0);
         self.retrying(namespace, |mut kv| async move {
+            let lost = raced.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             // Sweeps, repairs and a build each change the index and read again, a bounded number of times.
             for _ in 0..STEPS {
                 let now = self.clock.now_ms();
-                match acquire_step(&mut kv, namespace, config, request, now).await? {
+                match acquire_step(&mut kv, namespace, config, request, now, lost).await? {
                     Step::Done(acquired) => return Ok(Try::Done(acquired)),
                     Step::Raced => return Ok(Try::Raced),
                     Step::Again => {}
