@@ -79,8 +79,10 @@ pub(super) fn corrupt(
     }
 }
 
-/// Runs `attempt` with a fresh `connection()` until it is done, pausing a short random time after each raced
-/// attempt (up to 32 ms); gives up after [`MAX_TRIES`] attempts as unavailable. Bounded as [`bounded`] says.
+/// Runs `attempt` with a fresh `connection()` until it is done, pausing a random time after each raced attempt
+/// (up to 2^n ms after the n-th, at most about a second: a thousand clients started at once must spread out, or
+/// each round of them wastes a consensus write per loser); gives up after [`MAX_TRIES`] attempts as unavailable.
+/// Bounded as [`bounded`] says.
 pub(super) async fn retrying<C, T, G, GFut, F, Fut>(
     store: &'static str,
     servers: &str,
