@@ -143,6 +143,7 @@ fn refused_requests_answer_with_the_error_body() {
     assert!(bad_json.contains(r#""kind":"bad_request""#), "{bad_json}");
     let big = post("/v1/namespaces/x/acquire", "x".repeat(4096)).unwrap();
     assert!(big.ends_with("\n413"), "{big}");
+    assert!(big.contains(r#""kind":"bad_request""#), "{big}");
     let unknown = post("/v2/nothing", "{}".into()).unwrap();
     assert!(unknown.ends_with("\n404"), "{unknown}");
 }

@@ -3,6 +3,7 @@
 #![allow(clippy::result_large_err)]
 
 use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
 use axum::extract::{DefaultBodyLimit, Path, Query, State as Shared};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -218,7 +219,12 @@ fn namespace(state: &State, headers: &HeaderMap, name: String) -> Result<Namespa
     Namespace::new(name).map_err(|e| refused(StatusCode::BAD_REQUEST, e.to_string()))
 }
 
-fn body<T: DeserializeOwned>(bytes: &Bytes) -> Result<T, Response> {
+/// The request body as JSON. A body the server would not read (larger than `--max-body`, say) is refused as the
+/// other bad requests are: its status (413) and a JSON error body.
+fn body<T: DeserializeOwned>(bytes: &Result<Bytes, BytesRejection>) -> Result<T, Response> {
+    let bytes = bytes
+        .as_ref()
+        .map_err(|e| refused(e.status(), e.body_text()))?;
     serde_json::from_slice(bytes).map_err(|e| {
         refused(
             StatusCode::BAD_REQUEST,
@@ -281,7 +287,7 @@ async fn acquire(
     Shared(state): Shared<S>,
     headers: HeaderMap,
     Path(ns): Path<String>,
-    bytes: Bytes,
+    bytes: Result<Bytes, BytesRejection>,
 ) -> Response {
     let ns = tried!(namespace(&state, &headers, ns));
     let req: wire::AcquireBody = tried!(body(&bytes));
@@ -300,7 +306,7 @@ async fn renew(
     Shared(state): Shared<S>,
     headers: HeaderMap,
     Path(ns): Path<String>,
-    bytes: Bytes,
+    bytes: Result<Bytes, BytesRejection>,
 ) -> Response {
     let ns = tried!(namespace(&state, &headers, ns));
     let req: wire::RenewBody = tried!(body(&bytes));
@@ -324,7 +330,7 @@ async fn release(
     Shared(state): Shared<S>,
     headers: HeaderMap,
     Path(ns): Path<String>,
-    bytes: Bytes,
+    bytes: Result<Bytes, BytesRejection>,
 ) -> Response {
     let ns = tried!(namespace(&state, &headers, ns));
     let req: wire::ReleaseBody = tried!(body(&bytes));
@@ -375,7 +381,7 @@ async fn create_namespace(
     Shared(state): Shared<S>,
     headers: HeaderMap,
     Path(ns): Path<String>,
-    bytes: Bytes,
+    bytes: Result<Bytes, BytesRejection>,
 ) -> Response {
     #[derive(serde::Deserialize)]
     #[serde(deny_unknown_fields)]
@@ -399,7 +405,7 @@ async fn not_before(
     Shared(state): Shared<S>,
     headers: HeaderMap,
     Path(ns): Path<String>,
-    bytes: Bytes,
+    bytes: Result<Bytes, BytesRejection>,
 ) -> Response {
     let ns = tried!(namespace(&state, &headers, ns));
     let req: wire::NotBeforeBody = tried!(body(&bytes));
