@@ -514,7 +514,10 @@ impl Builder {
                         None => StoreUrl::default_sqlite()?,
                     };
                     // Opening is store I/O too: no fork() may copy it half done (see host::fork).
-                    let _pass = crate::host::fork::enter();
+                    let _pass = match url {
+                        StoreUrl::Sqlite(_) => crate::host::fork::enter_file(),
+                        _ => crate::host::fork::enter(),
+                    };
                     tokio.block_on(store::open(&url, config.clock.clone()))?
                 }
             };

@@ -12,12 +12,23 @@ use std::sync::Arc;
 #[derive(Debug)]
 pub struct GatedStore {
     inner: Arc<dyn LeaseStore>,
+    /// A store in a file of this host (SQLite): a fork waits longer for its calls (see [`fork::prepare`]).
+    file: bool,
 }
 
 impl GatedStore {
     /// Wraps `inner`.
     pub fn wrap(inner: Arc<dyn LeaseStore>) -> Arc<dyn LeaseStore> {
-        Arc::new(GatedStore { inner })
+        let file = inner.kind() == "sqlite";
+        Arc::new(GatedStore { inner, file })
+    }
+
+    fn enter(&self) -> fork::Pass {
+        if self.file {
+            fork::enter_file()
+        } else {
+            fork::enter()
+        }
     }
 }
 
@@ -28,12 +39,12 @@ impl LeaseStore for GatedStore {
     }
 
     async fn init(&self) -> Result<(), StoreError> {
-        let _pass = fork::enter();
+        let _pass = self.enter();
         self.inner.init().await
     }
 
     async fn durability(&self) -> Result<Vec<Finding>, StoreError> {
-        let _pass = fork::enter();
+        let _pass = self.enter();
         self.inner.durability().await
     }
 
@@ -43,7 +54,7 @@ impl LeaseStore for GatedStore {
         config: &NamespaceConfig,
         request: &AcquireRequest,
     ) -> Result<Acquired, StoreError> {
-        let _pass = fork::enter();
+        let _pass = self.enter();
         self.inner.acquire(namespace, config, request).await
     }
 
@@ -53,17 +64,17 @@ impl LeaseStore for GatedStore {
         ttl_ms: u64,
         tolerance_ms: u64,
     ) -> Result<SlotLease, StoreError> {
-        let _pass = fork::enter();
+        let _pass = self.enter();
         self.inner.renew(lease, ttl_ms, tolerance_ms).await
     }
 
     async fn release(&self, lease: &SlotLease, last_issued: Option<u64>) -> Result<(), StoreError> {
-        let _pass = fork::enter();
+        let _pass = self.enter();
         self.inner.release(lease, last_issued).await
     }
 
     async fn inspect(&self, namespace: &Namespace) -> Result<Inspection, StoreError> {
-        let _pass = fork::enter();
+        let _pass = self.enter();
         self.inner.inspect(namespace).await
     }
 
@@ -73,7 +84,7 @@ impl LeaseStore for GatedStore {
         config: &NamespaceConfig,
         not_before: u64,
     ) -> Result<NamespaceRecord, StoreError> {
-        let _pass = fork::enter();
+        let _pass = self.enter();
         self.inner
             .raise_not_before(namespace, config, not_before)
             .await

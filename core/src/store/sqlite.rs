@@ -113,7 +113,23 @@ impl SqliteStore {
     /// Refuses a file that can also be reached through another path (a hard link, or the file alone mounted
     /// here): WAL mode keeps its lock and index in `PATH-wal` and `PATH-shm` beside the path as spelled, so
     /// processes on two paths of one file would not see each other's leases.
+    ///
+    /// Refuses in a process forked while another thread of its parent was inside an SQLite call (one that outlasted
+    /// the fork hook's wait, see `host::fork`): SQLite's process-wide state (its table of open files and the locks
+    /// it believes it holds) was copied mid-call, and a connection of the child's own would share it.
     pub fn open(path: &Path, clock: Arc<dyn Clock>) -> Result<Self, StoreError> {
+        if crate::host::fork::forked_mid_file_call() {
+            return Err(StoreError::UnsafeFile {
+                store: KIND,
+                path: path.to_owned(),
+                reason: format!(
+                    "this process was forked while its parent was inside an SQLite call for over {} s, so SQLite's \
+                     state in it was copied mid-call and cannot be used safely; start the process with exec, or \
+                     fork while no store call is in flight",
+                    crate::host::fork::FILE_CALL_WAIT.as_secs()
+                ),
+            });
+        }
         let real = file_identity::resolve(path).map_err(unavailable)?;
         // Waiting for the holders of a replaced file is not a reason to fail here: the calls retry.
         let db = Db::open(path, &real)?
