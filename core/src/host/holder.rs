@@ -29,7 +29,7 @@ use crate::id::{Id, Layout};
 use crate::keeper::Status;
 use crate::runtime::{Builder, Runtime};
 use arc_swap::ArcSwapOption;
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -76,6 +76,8 @@ pub struct Holder {
     /// The fork generation `current` belongs to; 0 before the first start.
     generation: AtomicU64,
     current: ArcSwapOption<Runtime>,
+    /// `current`'s epoch: unique in the process (from [`NEXT_EPOCH`]), 0 for none. Changed after `current`.
+    epoch: AtomicU64,
     /// 0 when free, `generation << 1 | 1` while a thread of that generation holds it.
     lock: AtomicU64,
     /// Replaced whole, only under `lock`; `None` is a fresh holder that reads the environment.
@@ -94,7 +96,31 @@ impl std::fmt::Debug for Holder {
 thread_local! {
     /// The holder whose event callback this thread is running (its address), and the event's name.
     static IN_CALLBACK: Cell<(usize, &'static str)> = const { Cell::new((0, "")) };
+    /// The runtime this thread last issued from through a holder's fast path, with its epoch and the fork
+    /// generation it was cached in. Reading it costs a thread-local access and a compare, where loading
+    /// `Holder::current` costs arc-swap's protocol (about 8 ns a call): see `try_next_id`.
+    static FAST: RefCell<Option<Cached>> = const { RefCell::new(None) };
 }
+
+/// An entry of [`FAST`].
+struct Cached {
+    epoch: u64,
+    generation: u64,
+    runtime: Arc<Runtime>,
+}
+
+impl Drop for Cached {
+    fn drop(&mut self) {
+        if self.generation != fork::generation() {
+            // A parent's runtime, copied into a forked child: never dropped here (see `abandon`).
+            std::mem::forget(self.runtime.clone());
+        }
+    }
+}
+
+/// The next runtime epoch: every runtime a holder installs gets its own, so a cached entry never matches another
+/// holder's runtime, nor a later runtime of the same holder.
+static NEXT_EPOCH: AtomicU64 = AtomicU64::new(1);
 
 impl Default for Holder {
     fn default() -> Self {
@@ -108,6 +134,7 @@ impl Holder {
         Holder {
             generation: AtomicU64::new(0),
             current: ArcSwapOption::const_empty(),
+            epoch: AtomicU64::new(0),
             lock: AtomicU64::new(0),
             slow: ArcSwapOption::const_empty(),
         }
@@ -143,12 +170,51 @@ impl Holder {
     /// Issues one id if the runtime is running in this process and needs neither a wait nor an error: two atomic
     /// loads and the generator's fast path. `None` means "call [`next_id`](Self::next_id)" (for bindings that
     /// release a lock, such as Python's GIL, only around calls that may wait).
+    ///
+    /// The runtime comes from this thread's cache when its epoch is the holder's; the first call on a thread (or
+    /// after the holder starts another runtime) loads `current` and caches it.
     #[inline]
     pub fn try_next_id(&self) -> Option<Id> {
         if self.generation.load(Ordering::Acquire) != fork::generation() {
             return None;
         }
-        self.current.load().as_ref()?.try_next_id()
+        let epoch = self.epoch.load(Ordering::Acquire);
+        let cached = FAST.try_with(|fast| match fast.try_borrow() {
+            Ok(fast) => match fast.as_ref() {
+                Some(c) if c.epoch == epoch => Some(c.runtime.try_next_id()),
+                _ => None,
+            },
+            Err(_) => None,
+        });
+        match cached {
+            Ok(Some(id)) => id,
+            _ => self.try_next_id_caching(epoch),
+        }
+    }
+
+    /// [`try_next_id`](Self::try_next_id) through `current`, caching it for this thread.
+    #[cold]
+    #[inline(never)]
+    fn try_next_id_caching(&self, epoch: u64) -> Option<Id> {
+        let runtime = self.current.load_full()?;
+        // `current` is changed before `epoch`: the same epoch after the load means `runtime` is at least as new
+        // as the epoch (a newer one is replaced at the next call, when the epoch has moved on).
+        if epoch != 0 && self.epoch.load(Ordering::Acquire) == epoch {
+            let entry = Cached {
+                epoch,
+                generation: fork::generation(),
+                runtime: runtime.clone(),
+            };
+            let _ = FAST.try_with(|fast| {
+                let old = match fast.try_borrow_mut() {
+                    Ok(mut fast) => fast.replace(entry),
+                    Err(_) => None,
+                };
+                // Outside the borrow: dropping the last reference to a runtime shuts it down.
+                drop(old);
+            });
+        }
+        runtime.try_next_id()
     }
 
     /// Fills `out` with ids, starting the runtime on first use. On error, discard `out`.
@@ -333,6 +399,7 @@ impl Holder {
         if self.generation.load(Ordering::Acquire) == now {
             return;
         }
+        self.epoch.store(0, Ordering::Release);
         if let Some(old) = self.current.swap(None) {
             abandon(old);
         }
@@ -378,6 +445,10 @@ impl Holder {
             // A sealed runtime of this process: dropping it (when its last user does) is harmless.
             drop(old);
         }
+        self.epoch.store(
+            NEXT_EPOCH.fetch_add(1, Ordering::Relaxed),
+            Ordering::Release,
+        );
         self.generation.store(fork::generation(), Ordering::Release);
         next.state = State::Running;
         self.slow.store(Some(Arc::new(next)));
@@ -442,8 +513,12 @@ impl Drop for Holder {
     /// Shuts down a runtime of this process (as dropping a `Runtime` does); a parent's runtime, copied into a
     /// forked child, is abandoned instead: its lease and its thread are the parent's.
     fn drop(&mut self) {
+        *self.epoch.get_mut() = 0;
         if let Some(rt) = self.current.swap(None) {
             if *self.generation.get_mut() == fork::generation() {
+                // Shut down now, not when the last reference goes: threads' caches of the fast path may hold
+                // one until their next call.
+                rt.shutdown();
                 drop(rt);
             } else {
                 abandon(rt);
@@ -494,6 +569,9 @@ fn abandon(rt: Arc<Runtime>) {
         // never reach zero in this process.
         Err(rt) => {
             // Seal it through a shared reference is not possible; forgetting keeps it from ever being dropped.
+            // (A thread's cache of the fast path may hold it too: see `Cached`.) The clock's cached time is the
+            // parent's, as `abandon_after_fork` would have reset it.
+            crate::clock::after_fork_in_child();
             std::mem::forget(rt)
         }
     }
