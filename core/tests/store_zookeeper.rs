@@ -553,7 +553,7 @@ fn a_zookeeper_restart_fails_renewals_then_resumes_and_no_id_passes_a_ceiling() 
 }
 
 /// One owner acquiring through two sessions at once, each preferring another slot, ends with one slot: the second
-/// acquisition's write fails on the `slot` znode the first one bumped, and its retry finds the slot it holds. (Were
+/// acquisition's write fails on the owner's guard the first one wrote, and its retry finds the slot it holds. (Were
 /// acquisitions only checked on the slot they write, both would commit, and the owner would hold two slots.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn concurrent_acquisitions_by_one_owner_never_take_two_slots() {
@@ -590,4 +590,42 @@ async fn concurrent_acquisitions_by_one_owner_never_take_two_slots() {
         let held = a.inspect(&ns).await.unwrap().slots.len();
         assert_eq!(held, 2, "round {round}: {held} slot records for two owners");
     }
+}
+
+/// Acquisitions by different owners write their slot and their owner's guard, nothing every acquisition writes:
+/// a storm of them on one namespace conflicts only where two choose the same slot (or owner keys share a guard),
+/// instead of all taking turns on one znode. The `slot` znode, which acquisitions of earlier versions bumped, keeps
+/// its version; each owner's guard (outside the namespace's znode, whose children earlier versions check) was
+/// written once per acquisition.
+#[tokio::test]
+async fn acquisitions_write_only_their_slot_and_their_owners_guard() {
+    let Some(url) = conformance::server_url(URL_VAR, SCRIPT) else {
+        return;
+    };
+    let clock = ManualClock::new(T0);
+    let store = store(&url, &clock).await;
+    let ns = fresh("disjoint");
+    let owners = ["a", "b", "c", "d"];
+    for key in owners {
+        store.acquire(&ns, &CONFIG, &request(key)).await.unwrap();
+    }
+    let client = Client::connect(&hosts(&url)).await.unwrap();
+    let dir = namespace_dir(&ns);
+    let (_, slot_znode) = client.get_data(&format!("{dir}/slot")).await.unwrap();
+    assert_eq!(
+        slot_znode.version, 0,
+        "an acquisition wrote the `slot` znode: acquisitions of different slots would conflict"
+    );
+    let guards = client.list_children(&format!("{dir}.guard")).await.unwrap();
+    assert_eq!(guards.len(), owners.len(), "{guards:?}");
+    for guard in &guards {
+        let (_, stat) = client
+            .get_data(&format!("{dir}.guard/{guard}"))
+            .await
+            .unwrap();
+        assert_eq!(stat.version, 0, "guard {guard} written more than once");
+    }
+    let mut names = client.list_children(&dir).await.unwrap();
+    names.sort();
+    assert_eq!(names, ["ns", "slot"], "no new child under the namespace");
 }

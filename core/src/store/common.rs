@@ -142,3 +142,34 @@ pub(super) async fn bounded<T>(
         Ok(other) => other,
     }
 }
+
+/// The widest window past the lowest never-used slot in which an acquisition that keeps losing races picks one
+/// (see [`spread`]).
+#[cfg(any(feature = "etcd", feature = "zookeeper"))]
+const SPREAD: u32 = 128;
+
+/// How far past the lowest never-used slot an acquisition that lost `raced` races in a row looks for another: a
+/// window that widens with each lost race, up to [`SPREAD`].
+#[cfg(any(feature = "etcd", feature = "zookeeper"))]
+pub(super) fn spread_window(raced: u32) -> u32 {
+    (32u32 << raced.min(5)).min(SPREAD)
+}
+
+/// After a lost race, another slot as good as `chosen`, picked at random, or `None` to keep `chosen`.
+///
+/// Clients that start at once all choose the same lowest free slot, and with optimistic writes only one of them
+/// wins each round: a thousand of them take a thousand rounds, each re-reading. When `chosen` is one of `equals`
+/// (the free slots that can start within the tolerance and are not the caller's sticky slot, and never-used slots
+/// within [`spread_window`] of the lowest one), a client that already lost a race picks one of the others
+/// instead, as the preferred slot of its request: the protocol still decides, and a client that never lost a race
+/// (every call when there is no contention) takes the lowest, as the protocol orders.
+#[cfg(any(feature = "etcd", feature = "zookeeper"))]
+pub(super) fn spread(chosen: u32, mut equals: Vec<u32>) -> Option<u32> {
+    if !equals.contains(&chosen) {
+        return None;
+    }
+    equals.retain(|&s| s != chosen);
+    equals.sort_unstable();
+    equals.dedup();
+    (!equals.is_empty()).then(|| equals[rand::random_range(0..equals.len())])
+}

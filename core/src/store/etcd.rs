@@ -401,8 +401,6 @@ const SWEEP: i64 = 32;
 const FREE_PAGE: i64 = 4;
 /// How many slots past `hw` an acquisition reads, to move `hw` past them when it takes that slot.
 const HW_AHEAD: u32 = 4;
-/// The widest window past `hw` in which an acquisition that keeps losing races picks a slot (see [`spread`]).
-const SPREAD: u32 = 128;
 /// How many slots a walk past an overtaken `hw` reads at a time.
 const HW_WALK: u32 = 64;
 /// How long a client building a namespace's index holds it before another may take the build over.
@@ -623,7 +621,7 @@ async fn acquire_step(
     // lost race.
     let pick = match unused {
         Some(u) if raced > 0 => {
-            let window = (32u32 << raced.min(5)).min(SPREAD);
+            let window = common::spread_window(raced);
             let past: Vec<u32> = (u.saturating_add(1)..u.saturating_add(window))
                 .filter(|&s| in_range(s) && !records.contains_key(&s))
                 .collect();
@@ -732,7 +730,7 @@ async fn acquire_step(
                 .into_iter()
                 .chain(pick)
                 .filter(|s| !records.contains_key(s));
-            match spread(w.slot, ready_free.into_iter().chain(never_used).collect()) {
+            match common::spread(w.slot, ready_free.into_iter().chain(never_used).collect()) {
                 Some(other) => {
                     let request = AcquireRequest {
                         preferred_slot: Some(other),
@@ -798,25 +796,6 @@ async fn acquire_step(
     } else {
         Step::Raced
     })
-}
-
-/// After a lost race, another slot as good as `chosen`, picked at random, or `None` to keep `chosen`.
-///
-/// Clients that start at once all choose the same lowest free slot, and with optimistic writes only one of them
-/// wins each round: a thousand of them take a thousand rounds, each re-reading. When `chosen` is one of `equals`
-/// (the free slots that can start within the tolerance and are not the caller's sticky slot, and the unused slots
-/// read past `hw`: the few just past it and one at random in a window that widens with each lost race, up to
-/// [`SPREAD`]), a client that already lost a race picks one of the others
-/// instead, as the preferred slot of its request: the protocol still decides, and a client that never lost a race
-/// (every call when there is no contention) takes the lowest, as the protocol orders.
-fn spread(chosen: u32, mut equals: Vec<u32>) -> Option<u32> {
-    if !equals.contains(&chosen) {
-        return None;
-    }
-    equals.retain(|&s| s != chosen);
-    equals.sort_unstable();
-    equals.dedup();
-    (!equals.is_empty()).then(|| equals[rand::random_range(0..equals.len())])
 }
 
 /// The deadline of a build in progress, from the index's state.

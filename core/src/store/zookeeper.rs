@@ -2,18 +2,22 @@
 //! multi-operation transactions that check znode versions.
 //!
 //! Every znode this store writes lies under `<chroot>/cosid`. A namespace is the znode `cosid/<encoded name>` with
-//! three kinds of children: `ns` holds the namespace record, `slot/<n>` each slot record (both as JSON, the same
-//! documents as the etcd store's), and `slot` itself holds nothing but its data version, which every acquisition
-//! that writes bumps. The encoded name has no `/`, so no namespace's znodes are another's.
+//! two kinds of children: `ns` holds the namespace record and `slot/<n>` each slot record (both as JSON, the same
+//! documents as the etcd store's); `slot` itself holds nothing (acquisitions of earlier versions bumped its data
+//! version). Beside it, `cosid/<encoded name>.guard/<g>` are the owner guards: empty znodes, at most [`GUARDS`],
+//! each written by every acquisition of the owner keys that hash to it. The encoded name has no `/` and no `.`,
+//! so no namespace's znodes are another's.
 //!
 //! Each operation reads what its decision depends on, applies the rules of [`protocol`], and writes with one
 //! `multi` that succeeds only if nothing it read has changed (a `check` or a conditional `setData` on the version it
 //! read; a `create` where the znode was absent):
 //!
-//! - acquisition reads the namespace record, the `slot` znode and every slot, and writes `slot` at the version it
-//!   read: two acquisitions cannot both commit on the same state, and a slot created since the read (only an
-//!   acquisition creates one) fails the write; it also checks every slot it read, so a renewal or release since the
-//!   read fails it too;
+//! - acquisition reads the namespace record, its owner's guard, then every slot; it writes the slot it grants at
+//!   the version it read (or creates it), and the guard at the version it read: two acquisitions of one slot, or
+//!   of one owner key (whose record would have been the other's answer), cannot both commit; acquisitions of
+//!   different slots by different owners do not conflict. A try after a lost race takes, as its preferred slot,
+//!   one of the slots as good as the lowest at random, so that clients started together spread out instead of
+//!   all retrying on one slot (as the etcd store does);
 //! - renewal and release check the namespace record and write their slot at the version they read;
 //! - `raise_not_before` writes the namespace record at the version it read (or creates it).
 //!
@@ -127,12 +131,35 @@ struct Paths {
     namespace: String,
     /// `<dir>/slot`.
     slots: String,
+    /// `<root>/<encoded>.guard`: the owner guards (a `.` is never part of an encoded name, so this is no
+    /// namespace's znode; and it lies outside `dir`, whose children clients of earlier versions check).
+    guards: String,
 }
 
 impl Paths {
     fn slot(&self, slot: u32) -> String {
         format!("{}/{slot}", self.slots)
     }
+
+    /// The guard that every acquisition by owner key `key` writes: one of [`GUARDS`], by a hash of the key that
+    /// every version of this store computes alike.
+    fn guard(&self, key: &str) -> String {
+        format!("{}/{}", self.guards, guard_of(key))
+    }
+}
+
+/// How many owner guards a namespace has at most. Two acquisitions by the same owner key always write the same
+/// guard, so they cannot both commit on one read; acquisitions by different keys share one with odds 1 in
+/// `GUARDS`, and then merely take turns.
+const GUARDS: u32 = 256;
+
+/// The guard of owner key `key`: FNV-1a of its bytes, modulo [`GUARDS`] (stable across builds and platforms,
+/// which the standard library's hasher does not promise).
+fn guard_of(key: &str) -> u32 {
+    let hash = key.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+    });
+    (hash % u64::from(GUARDS)) as u32
 }
 
 /// A namespace's znodes as read: each with the data version the read saw.
@@ -142,6 +169,9 @@ struct Snapshot {
     namespace: Option<(NamespaceRecord, i32)>,
     /// The version of the `slot` znode, if it exists.
     slots_version: Option<i32>,
+    /// Whether the owner guards' parent exists, and the version of the guard read (if one was, and it exists).
+    guards_exist: bool,
+    guard_version: Option<i32>,
     slots: Vec<(SlotRecord, i32)>,
 }
 
@@ -286,6 +316,7 @@ impl ZookeeperStore {
         Paths {
             namespace: format!("{dir}/ns"),
             slots: format!("{dir}/slot"),
+            guards: format!("{dir}.guard"),
             dir,
         }
     }
@@ -338,14 +369,28 @@ impl ZookeeperStore {
         common::bounded(KIND, &self.hosts.clone(), run).await
     }
 
-    /// Reads every znode of the namespace. `Raced` when a slot went away between the listing and its read.
-    async fn read_all(&self, client: &Client, ns: &Namespace) -> Result<Try<Snapshot>, StoreError> {
+    /// Reads every znode of the namespace, and the guard of owner key `owner` if given (before the slots: an
+    /// acquisition by that key committed after this read writes the guard, and one committed before it is in the
+    /// slots read). `Raced` when a slot went away between the listing and its read.
+    async fn read_all(
+        &self,
+        client: &Client,
+        ns: &Namespace,
+        owner: Option<&str>,
+    ) -> Result<Try<Snapshot>, StoreError> {
         let paths = self.paths(ns);
-        let [namespace, slots, slot_names, dir_names] = read::<4>(client, |r| {
+        let guard = paths.guard(owner.unwrap_or_default());
+        let [namespace, slots, slot_names, dir_names, guards, guard] = read::<6>(client, |r| {
             r.add_get_data(&paths.namespace)?;
             r.add_get_data(&paths.slots)?;
             r.add_get_children(&paths.slots)?;
-            r.add_get_children(&paths.dir)
+            r.add_get_children(&paths.dir)?;
+            r.add_get_data(&paths.guards)?;
+            r.add_get_data(if owner.is_some() {
+                &guard
+            } else {
+                &paths.guards
+            })
         })
         .await?;
         let mut snapshot = Snapshot {
@@ -353,6 +398,8 @@ impl ZookeeperStore {
                 .map(|(raw, v)| decode_namespace(ns, &raw).map(|r| (r, v)))
                 .transpose()?,
             slots_version: data(slots)?.map(|(_, v)| v),
+            guards_exist: data(guards)?.is_some(),
+            guard_version: data(guard)?.map(|(_, v)| v).filter(|_| owner.is_some()),
             ..Snapshot::default()
         };
         let slot_names = children(slot_names)?.unwrap_or_default();
@@ -480,6 +527,33 @@ async fn commit(multi: &mut MultiWriter<'_>) -> Result<bool, StoreError> {
     }
 }
 
+/// The slots as good as the lowest free one, for [`common::spread`] after `raced` lost races: the free records
+/// that can start within the tolerance and whose last owner had another key (the owner's own sticky slot keeps
+/// its rank), and the never-used slots in the window past the lowest one.
+fn as_good(
+    ns: &NamespaceRecord,
+    slots: &[SlotRecord],
+    key: &str,
+    now: u64,
+    raced: u32,
+) -> Vec<u32> {
+    let count = 1u64 << ns.bits;
+    let soon = now.saturating_add(ns.tolerance_ms);
+    let free = slots
+        .iter()
+        .filter(|r| !r.is_held_at(now) && r.next_floor.max(ns.not_before) <= soon)
+        .filter(|r| r.last_owner_key.as_deref() != Some(key))
+        .map(|r| r.slot);
+    let never_used = protocol::lowest_unused(slots, ns.bits)
+        .into_iter()
+        .flat_map(|u| {
+            (u..u.saturating_add(common::spread_window(raced)))
+                .filter(move |&s| u64::from(s) < count)
+                .filter(|s| slots.binary_search_by_key(s, |r| r.slot).is_err())
+        });
+    free.chain(never_used).collect()
+}
+
 #[async_trait::async_trait]
 impl LeaseStore for ZookeeperStore {
     fn kind(&self) -> &'static str {
@@ -504,8 +578,11 @@ impl LeaseStore for ZookeeperStore {
         config: &NamespaceConfig,
         request: &AcquireRequest,
     ) -> Result<Acquired, StoreError> {
+        let tries = &std::sync::atomic::AtomicU32::new(0);
         self.retrying(namespace, |client| async move {
-            let snapshot = match self.read_all(&client, namespace).await? {
+            let raced = tries.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let key = request.owner.key.as_str();
+            let snapshot = match self.read_all(&client, namespace, Some(key)).await? {
                 Try::Done(s) => s,
                 Try::Raced => return Ok(Try::Raced),
             };
@@ -517,6 +594,21 @@ impl LeaseStore for ZookeeperStore {
             }
             let now = self.clock.now_ms();
             let grant = protocol::acquire(namespace, &record, &slots, request, now)?;
+            let grant = match &grant.write {
+                Some(w) if raced > 0 && request.preferred_slot.is_none() => {
+                    match common::spread(w.slot, as_good(&record, &slots, key, now, raced)) {
+                        Some(other) => {
+                            let request = AcquireRequest {
+                                preferred_slot: Some(other),
+                                ..request.clone()
+                            };
+                            protocol::acquire(namespace, &record, &slots, &request, now)?
+                        }
+                        None => grant,
+                    }
+                }
+                _ => grant,
+            };
             let namespace_changed = stored != Some(record);
             let paths = self.paths(namespace);
             if grant.write.is_none() && !namespace_changed {
@@ -541,7 +633,6 @@ impl LeaseStore for ZookeeperStore {
                 });
             }
             let options = self.create_options();
-            let written = grant.write.as_ref().map(|w| w.slot);
             let mut multi = client.new_multi_writer();
             let built = (|| {
                 if !snapshot.dir_exists {
@@ -560,19 +651,23 @@ impl LeaseStore for ZookeeperStore {
                         &options,
                     )?,
                 }
-                // The bump that orders acquisitions (and guards the set of slots).
+                if snapshot.slots_version.is_none() {
+                    multi.add_create(&paths.slots, b"", &options)?;
+                }
+                // The owner's guard: a concurrent acquisition by the same owner key (whose record would have been
+                // this one's answer) fails here or makes this one fail.
+                if !snapshot.guards_exist {
+                    multi.add_create(&paths.guards, b"", &options)?;
+                }
                 put(
                     &mut multi,
-                    &paths.slots,
+                    &paths.guard(key),
                     b"",
-                    snapshot.slots_version,
+                    snapshot.guard_version,
                     &options,
                 )?;
-                for (r, v) in &snapshot.slots {
-                    if Some(r.slot) != written {
-                        multi.add_check_version(&paths.slot(r.slot), *v)?;
-                    }
-                }
+                // Only the slot written is checked: acquisitions of other slots, renewals and releases do not
+                // conflict with this one.
                 if let Some(w) = &grant.write {
                     let version = snapshot
                         .slots
@@ -653,7 +748,7 @@ impl LeaseStore for ZookeeperStore {
 
     async fn inspect(&self, namespace: &Namespace) -> Result<Inspection, StoreError> {
         self.retrying(namespace, |client| async move {
-            Ok(match self.read_all(&client, namespace).await? {
+            Ok(match self.read_all(&client, namespace, None).await? {
                 Try::Done(snapshot) => Try::Done(Inspection {
                     namespace: snapshot.namespace.map(|(r, _)| r),
                     slots: snapshot.slots.into_iter().map(|(r, _)| r).collect(),
@@ -711,5 +806,20 @@ impl LeaseStore for ZookeeperStore {
             })
         })
         .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every version of this store must map an owner key to the same guard, or two versions acquiring for one key
+    /// at once would not conflict: these values are FNV-1a's, and must never change.
+    #[test]
+    fn guards_are_fnv1a_of_the_key_and_never_change() {
+        assert_eq!(guard_of(""), (0xcbf2_9ce4_8422_2325u64 % 256) as u32);
+        assert_eq!(guard_of("a"), (0xaf63_dc4c_8601_ec8cu64 % 256) as u32);
+        assert_eq!(guard_of("foobar"), (0x8594_4171_f739_67e8u64 % 256) as u32);
+        assert!((0..1000).all(|i| guard_of(&format!("host:{i}")) < GUARDS));
     }
 }
