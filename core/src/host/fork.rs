@@ -7,7 +7,7 @@
 //!   runtime (its keeper thread did not survive the fork, its lease is the parent's) must never issue again.
 //! - The gate: no store I/O may be in flight across `fork()`. A child forked while the keeper thread is inside an
 //!   SQLite write inherits SQLite's global mutexes locked and hangs, or fails "database is locked", for good. Every
-//!   store call of every host runtime holds the gate shared ([`GatedStore`](super::gated::GatedStore));
+//!   store call of every host runtime holds the gate shared (`GatedStore`, in `host/gated.rs`);
 //!   [`prepare`] closes it and waits for the calls in flight; the parent reopens it, the child resets it. A call on
 //!   a network store is waited for at most [`PREPARE_WAIT`] (the child never touches its parent's connections); a
 //!   call on a file store (SQLite) until it ends, up to [`FILE_CALL_WAIT`]: SQLite's state copied mid-call is

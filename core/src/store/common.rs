@@ -5,6 +5,8 @@
 
 use super::{BoxError, StoreError};
 use crate::lease::Namespace;
+#[cfg(any(feature = "zookeeper", feature = "mongodb"))]
+use crate::lease::{protocol, NamespaceRecord, SlotRecord};
 use std::future::Future;
 use std::time::Duration;
 
@@ -145,12 +147,12 @@ pub(super) async fn bounded<T>(
 
 /// The widest window past the lowest never-used slot in which an acquisition that keeps losing races picks one
 /// (see [`spread`]).
-#[cfg(any(feature = "etcd", feature = "zookeeper"))]
+#[cfg(any(feature = "etcd", feature = "zookeeper", feature = "mongodb"))]
 const SPREAD: u32 = 128;
 
 /// How far past the lowest never-used slot an acquisition that lost `raced` races in a row looks for another: a
 /// window that widens with each lost race, up to [`SPREAD`].
-#[cfg(any(feature = "etcd", feature = "zookeeper"))]
+#[cfg(any(feature = "etcd", feature = "zookeeper", feature = "mongodb"))]
 pub(super) fn spread_window(raced: u32) -> u32 {
     (32u32 << raced.min(5)).min(SPREAD)
 }
@@ -163,7 +165,7 @@ pub(super) fn spread_window(raced: u32) -> u32 {
 /// within [`spread_window`] of the lowest one), a client that already lost a race picks one of the others
 /// instead, as the preferred slot of its request: the protocol still decides, and a client that never lost a race
 /// (every call when there is no contention) takes the lowest, as the protocol orders.
-#[cfg(any(feature = "etcd", feature = "zookeeper"))]
+#[cfg(any(feature = "etcd", feature = "zookeeper", feature = "mongodb"))]
 pub(super) fn spread(chosen: u32, mut equals: Vec<u32>) -> Option<u32> {
     if !equals.contains(&chosen) {
         return None;
@@ -172,4 +174,94 @@ pub(super) fn spread(chosen: u32, mut equals: Vec<u32>) -> Option<u32> {
     equals.sort_unstable();
     equals.dedup();
     (!equals.is_empty()).then(|| equals[rand::random_range(0..equals.len())])
+}
+
+/// The slots as good as the lowest free one, for [`spread`] after `raced` lost races, by a store that reads every
+/// record of the namespace (`slots`, sorted by slot): the free records that can start within the tolerance and
+/// whose last owner had another key (the owner's own sticky slot keeps its rank), and the never-used slots in the
+/// [`spread_window`] past the lowest one.
+#[cfg(any(feature = "zookeeper", feature = "mongodb"))]
+pub(super) fn as_good(
+    ns: &NamespaceRecord,
+    slots: &[SlotRecord],
+    key: &str,
+    now: u64,
+    raced: u32,
+) -> Vec<u32> {
+    let count = 1u64 << ns.bits;
+    let soon = now.saturating_add(ns.tolerance_ms);
+    let free = slots
+        .iter()
+        .filter(|r| !r.is_held_at(now) && r.next_floor.max(ns.not_before) <= soon)
+        .filter(|r| r.last_owner_key.as_deref() != Some(key))
+        .map(|r| r.slot);
+    let never_used = protocol::lowest_unused(slots, ns.bits)
+        .into_iter()
+        .flat_map(|u| {
+            (u..u.saturating_add(spread_window(raced)))
+                .filter(move |&s| u64::from(s) < count)
+                .filter(|s| slots.binary_search_by_key(s, |r| r.slot).is_err())
+        });
+    free.chain(never_used).collect()
+}
+
+#[cfg(all(test, any(feature = "zookeeper", feature = "mongodb")))]
+mod tests {
+    use super::*;
+    use crate::lease::Owner;
+
+    const NOW: u64 = 1_700_000_000_000;
+
+    fn record(
+        slot: u32,
+        owner: Option<&str>,
+        last: &str,
+        expires_at: u64,
+        next_floor: u64,
+    ) -> SlotRecord {
+        SlotRecord {
+            slot,
+            owner: owner.map(Owner::new),
+            last_owner_key: Some(last.to_owned()),
+            fence: 1,
+            expires_at,
+            floor: 0,
+            ceiling: next_floor,
+            next_floor,
+        }
+    }
+
+    /// After a lost race an acquisition may move to a free slot that can start now or a never-used one near the
+    /// lowest; never to a held slot, one whose floor is far ahead, or away from its own sticky slot.
+    #[test]
+    fn slots_as_good_are_free_ready_and_not_sticky() {
+        let ns = NamespaceRecord {
+            bits: 4,
+            tolerance_ms: 1_000,
+            not_before: 0,
+            layout: None,
+        };
+        let slots = [
+            record(0, Some("other"), "other", NOW + 10_000, NOW + 11_000),
+            record(1, None, "me", NOW - 5_000, NOW - 4_000),
+            record(2, None, "x", NOW - 5_000, NOW),
+            record(3, None, "y", NOW - 5_000, NOW + 60_000),
+            record(5, Some("z"), "z", NOW - 1, NOW + 999),
+        ];
+        let good = as_good(&ns, &slots, "me", NOW, 1);
+        // Slot 5's lease expired (its holder is gone), and its floor is within the tolerance.
+        let mut expected = vec![2, 5, 4];
+        expected.extend(6..16);
+        assert_eq!(good, expected);
+        for _ in 0..100 {
+            let other = spread(2, good.clone()).expect("equals to choose from");
+            assert!(other != 2 && good.contains(&other), "{other}");
+        }
+        assert_eq!(
+            spread(1, good.clone()),
+            None,
+            "the sticky slot keeps its rank"
+        );
+        assert_eq!(spread(0, vec![0]), None, "nothing else as good");
+    }
 }

@@ -19,7 +19,8 @@
 //!   lock the other slots or the namespace record it read unchanged: the slot it writes is conditional on the
 //!   state its decision was made on, and the other records do not change what that slot may be granted. A
 //!   `not_before` raised between its read and its write orders the raise after the acquisition, as it would
-//!   have been had the two not overlapped. An acquisition that finds the slot already held by its owner writes
+//!   have been had the two not overlapped. A try after a lost race takes, as its preferred slot, one of the slots
+//!   as good as the lowest at random (see [`common::spread`]). An acquisition that finds the slot already held by its owner writes
 //!   that slot's `rev` anyway, so the primary (not a server behind it) confirms the lease.
 //! - Renewal and release read the namespace record (its absence while a slot is held is a regression) and write
 //!   their slot conditionally.
@@ -608,7 +609,9 @@ impl LeaseStore for MongoStore {
         config: &NamespaceConfig,
         request: &AcquireRequest,
     ) -> Result<Acquired, StoreError> {
+        let tries = &std::sync::atomic::AtomicU32::new(0);
         self.retrying(namespace, |c| async move {
+            let raced = tries.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             let now = self.now().await?;
             let snapshot = self.read_all(&c, namespace).await?;
             let stored = snapshot.namespace.as_ref().map(|(r, _)| *r);
@@ -618,6 +621,25 @@ impl LeaseStore for MongoStore {
                 protocol::validate(KIND, namespace, s, record.bits)?;
             }
             let grant = protocol::acquire(namespace, &record, &slots, request, now)?;
+            // After a lost race, another slot as good as the lowest (clients started together all choose the
+            // lowest, and one of them wins each round).
+            let key = request.owner.key.as_str();
+            let grant = match &grant.write {
+                Some(w) if raced > 0 && request.preferred_slot.is_none() => {
+                    match common::spread(w.slot, common::as_good(&record, &slots, key, now, raced))
+                    {
+                        Some(other) => {
+                            let request = AcquireRequest {
+                                preferred_slot: Some(other),
+                                ..request.clone()
+                            };
+                            protocol::acquire(namespace, &record, &slots, &request, now)?
+                        }
+                        None => grant,
+                    }
+                }
+                _ => grant,
+            };
             let rev_of = |slot: u32| {
                 snapshot
                     .slots

@@ -527,33 +527,6 @@ async fn commit(multi: &mut MultiWriter<'_>) -> Result<bool, StoreError> {
     }
 }
 
-/// The slots as good as the lowest free one, for [`common::spread`] after `raced` lost races: the free records
-/// that can start within the tolerance and whose last owner had another key (the owner's own sticky slot keeps
-/// its rank), and the never-used slots in the window past the lowest one.
-fn as_good(
-    ns: &NamespaceRecord,
-    slots: &[SlotRecord],
-    key: &str,
-    now: u64,
-    raced: u32,
-) -> Vec<u32> {
-    let count = 1u64 << ns.bits;
-    let soon = now.saturating_add(ns.tolerance_ms);
-    let free = slots
-        .iter()
-        .filter(|r| !r.is_held_at(now) && r.next_floor.max(ns.not_before) <= soon)
-        .filter(|r| r.last_owner_key.as_deref() != Some(key))
-        .map(|r| r.slot);
-    let never_used = protocol::lowest_unused(slots, ns.bits)
-        .into_iter()
-        .flat_map(|u| {
-            (u..u.saturating_add(common::spread_window(raced)))
-                .filter(move |&s| u64::from(s) < count)
-                .filter(|s| slots.binary_search_by_key(s, |r| r.slot).is_err())
-        });
-    free.chain(never_used).collect()
-}
-
 #[async_trait::async_trait]
 impl LeaseStore for ZookeeperStore {
     fn kind(&self) -> &'static str {
@@ -594,9 +567,12 @@ impl LeaseStore for ZookeeperStore {
             }
             let now = self.clock.now_ms();
             let grant = protocol::acquire(namespace, &record, &slots, request, now)?;
+            // After a lost race, another slot as good as the lowest (clients started together all choose the
+            // lowest, and one of them wins each round).
             let grant = match &grant.write {
                 Some(w) if raced > 0 && request.preferred_slot.is_none() => {
-                    match common::spread(w.slot, as_good(&record, &slots, key, now, raced)) {
+                    match common::spread(w.slot, common::as_good(&record, &slots, key, now, raced))
+                    {
                         Some(other) => {
                             let request = AcquireRequest {
                                 preferred_slot: Some(other),
