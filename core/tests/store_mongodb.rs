@@ -447,3 +447,73 @@ fn a_server_restart_fails_renewals_then_resumes_and_no_id_passes_a_ceiling() {
         Duration::from_millis(1_500),
     );
 }
+
+impl OwnServer {
+    /// Stops (SIGSTOP) or resumes (SIGCONT) the server: a hung server, whose connections stay open.
+    fn pause(&self, stopped: bool) {
+        let pid = self.child.as_ref().expect("running").id();
+        let signal = if stopped { "-STOP" } else { "-CONT" };
+        let status = Command::new("kill")
+            .arg(signal)
+            .arg(pid.to_string())
+            .status()
+            .unwrap();
+        assert!(status.success(), "kill {signal} {pid}");
+    }
+}
+
+/// Operations that outlive the store's bound (a hung server, or one too slow under a storm) fail as unavailable,
+/// and once the server answers again the same store serves the next ones. The store bounds an operation by
+/// dropping the driver's future, which the driver's documentation warns may leave its internals inconsistent;
+/// this pins that, with more operations dropped than the pool has connections (some mid-request, some waiting for
+/// a connection), the store is not left stuck. (When the fleet harness's storms through FerretDB stalled, a fresh
+/// client of another process timed out too: that stall was the server's.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn operations_past_the_bound_on_a_hung_server_leave_the_store_usable() {
+    let test = "operations_past_the_bound_on_a_hung_server_leave_the_store_usable";
+    let Some(server) = OwnServer::start(test) else {
+        return;
+    };
+    let store = Arc::new(MongoStore::open(&server.url()).await.unwrap());
+    store.init().await.unwrap();
+    let ns = Namespace::new(format!("hung-{}", uuid::Uuid::new_v4())).unwrap();
+    store
+        .acquire(&ns, &CONFIG, &request("first"))
+        .await
+        .unwrap();
+
+    server.pause(true);
+    // More operations in flight than the driver's pool has connections (10 by default).
+    let hung: Vec<_> = (0..24)
+        .map(|i| {
+            let (store, ns) = (store.clone(), ns.clone());
+            tokio::spawn(async move {
+                store
+                    .acquire(&ns, &CONFIG, &request(&format!("hung-{i}")))
+                    .await
+            })
+        })
+        .collect();
+    for task in hung {
+        let result = task.await.unwrap();
+        assert!(
+            matches!(result, Err(StoreError::Unavailable { .. })),
+            "an operation on a hung server: {result:?}"
+        );
+    }
+    server.pause(false);
+
+    // The server answers again: within a few tries (each bounded), the same store acquires.
+    let mut last = None;
+    for _ in 0..6 {
+        match store.acquire(&ns, &CONFIG, &request("after")).await {
+            Ok(acquired) => {
+                let held = store.inspect(&ns).await.unwrap();
+                assert!(held.slots.iter().any(|r| r.slot == acquired.lease.slot));
+                return;
+            }
+            Err(e) => last = Some(e),
+        }
+    }
+    panic!("the store stayed stuck after the server resumed: {last:?}");
+}
