@@ -40,15 +40,23 @@ trap summary EXIT
 # A fresh clone builds each crate once: incremental compilation data would only take disk and time.
 export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
 
+# The store servers the tests run against. Each script reuses a server that answers and starts one that does not,
+# so this runs again before each later step that uses them: a server that exited since (a crash, or a signal meant
+# for something else) is started again, and its script prints the end of the old one's log, instead of the step
+# failing on a refused connection far from the cause.
+servers() {
+    # etcd first: its script also installs protoc, which building the etcd client needs.
+    eval "$(bash .ci/services/etcd.sh)"
+    eval "$(bash .ci/services/redis.sh)"
+    eval "$(bash .ci/services/postgres.sh)"
+    eval "$(bash .ci/services/mariadb.sh)"
+    eval "$(bash .ci/services/zookeeper.sh)"
+    # After PostgreSQL, which it stores its documents in; built from the Go module proxy the first time.
+    eval "$(bash .ci/services/ferretdb.sh)"
+}
+
 step "store servers (Redis, PostgreSQL, MariaDB, etcd, ZooKeeper, FerretDB for MongoDB) on 127.0.0.1"
-# etcd first: its script also installs protoc, which building the etcd client needs.
-eval "$(bash .ci/services/etcd.sh)"
-eval "$(bash .ci/services/redis.sh)"
-eval "$(bash .ci/services/postgres.sh)"
-eval "$(bash .ci/services/mariadb.sh)"
-eval "$(bash .ci/services/zookeeper.sh)"
-# After PostgreSQL, which it stores its documents in; built from the Go module proxy the first time.
-eval "$(bash .ci/services/ferretdb.sh)"
+servers
 
 step "rust: format and lints"
 cargo fmt --all -- --check
@@ -78,12 +86,15 @@ bash scripts/check-version.sh
 cargo package --locked --no-verify -p cosid -p cosid-cli -p cosid-ffi >/dev/null
 
 step "C ABI: libcosid, header, C tests (plain, sanitizers, valgrind), install and example"
+servers
 COSID_C_NO_BENCH=1 bash .ci/c.sh
 
 step "Python package"
+servers
 bash .ci/python.sh
 
 step "Node package"
+servers
 bash .ci/node.sh
 
 step "artefacts: dist/ installed without Rust (venv, npm, pnpm, C prefix with pkg-config and CMake, CLI)"

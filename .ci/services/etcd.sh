@@ -36,13 +36,17 @@ if healthy; then
     log "reusing the server on $endpoint ($dir)"
 else
     mkdir -p "$dir"
+    # A server that ran here before and is gone: the end of its log says why, where a later step would only see a
+    # refused connection.
+    [ -s "$dir/etcd.log" ] && { log "no server answers; the last one here logged:"; tail -n 15 "$dir/etcd.log" >&2; }
     log "starting on $endpoint"
+    echo "---- started $(date -u +%FT%TZ)" >>"$dir/etcd.log"
     # No --unsafe-no-fsync: the store's safety claim needs every committed write on disk.
-    nohup etcd --name cosid-test --data-dir "$dir/data" \
+    setsid nohup etcd --name cosid-test --data-dir "$dir/data" \
         --listen-client-urls "http://$endpoint" --advertise-client-urls "http://$endpoint" \
         --listen-peer-urls "http://127.0.0.1:$peer" --initial-advertise-peer-urls "http://127.0.0.1:$peer" \
         --initial-cluster "cosid-test=http://127.0.0.1:$peer" --initial-cluster-state new \
-        >"$dir/etcd.log" 2>&1 &
+        >>"$dir/etcd.log" 2>&1 </dev/null &
     echo $! >"$dir/etcd.pid"
     for _ in $(seq 1 300); do
         healthy && break

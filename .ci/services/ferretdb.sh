@@ -56,13 +56,18 @@ else
         eval "$(bash "$(dirname "$0")/postgres.sh")"
     fi
     mkdir -p "$dir"
+    # A server that ran here before and is gone: the end of its log says why, where a later step would only see a
+    # refused connection.
+    [ -s "$dir/ferretdb.log" ] && { log "no server answers; the last one here logged:"; tail -n 15 "$dir/ferretdb.log" >&2; }
     log "starting FerretDB $version on 127.0.0.1:$port"
     # Over PostgreSQL, FerretDB's main backend, which also evaluates equality filters in SQL (its SQLite backend
     # filters every document of a collection in Go). Telemetry off (no network here); the debug listener on a
     # free port, out of the way.
-    nohup "$bin" --handler=postgresql --postgresql-url="$COSID_TEST_POSTGRES_URL" --listen-addr="127.0.0.1:$port" \
+    # Its own session (setsid), as `cosid serve` has: no signal meant for the script's process group reaches it.
+    echo "---- started $(date -u +%FT%TZ)" >>"$dir/ferretdb.log"
+    setsid nohup "$bin" --handler=postgresql --postgresql-url="$COSID_TEST_POSTGRES_URL" --listen-addr="127.0.0.1:$port" \
         --debug-addr=127.0.0.1:0 --telemetry=disable --log-level=warn --state-dir="$dir" \
-        >"$dir/ferretdb.log" 2>&1 &
+        >>"$dir/ferretdb.log" 2>&1 </dev/null &
     echo $! >"$dir/ferretdb.pid"
     for _ in $(seq 1 100); do
         serving && break

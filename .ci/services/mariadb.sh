@@ -40,9 +40,10 @@ else
     fi
     log "starting on 127.0.0.1:$port"
     # Durability stays at the defaults the safety claim needs (innodb_flush_log_at_trx_commit = 1).
-    nohup mariadbd --no-defaults --datadir="$dir/data" --socket="$sock" --pid-file="$dir/mysqld.pid" \
+    [ -s "$dir/error.log" ] && { log "no server answers; the last one here logged:"; tail -n 15 "$dir/error.log" >&2; }
+    setsid nohup mariadbd --no-defaults --datadir="$dir/data" --socket="$sock" --pid-file="$dir/mysqld.pid" \
         --port="$port" --bind-address=127.0.0.1 --skip-name-resolve --user="$user" \
-        --log-error="$dir/error.log" --default-storage-engine=InnoDB >/dev/null 2>&1 &
+        --log-error="$dir/error.log" --default-storage-engine=InnoDB >/dev/null 2>&1 </dev/null &
     for _ in $(seq 1 300); do
         ping && break
         sleep 0.1

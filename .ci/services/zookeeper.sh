@@ -57,12 +57,14 @@ log4j.appender.CONSOLE=org.apache.log4j.ConsoleAppender
 log4j.appender.CONSOLE.layout=org.apache.log4j.PatternLayout
 log4j.appender.CONSOLE.layout.ConversionPattern=%d{ISO8601} %-5p %c{1}: %m%n
 CFG
+    [ -s "$dir/zookeeper.log" ] && { log "no server answers; the last one here logged:"; tail -n 15 "$dir/zookeeper.log" >&2; }
     log "starting on 127.0.0.1:$port"
     # A small heap and the client compiler: the tests need little, and this keeps startup to a second or two.
-    nohup java -Xms32m -Xmx256m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 \
+    echo "---- started $(date -u +%FT%TZ)" >>"$dir/zookeeper.log"
+    setsid nohup java -Xms32m -Xmx256m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 \
         -Dzookeeper.log.dir="$dir" -Dlog4j.configuration="file:$dir/conf/log4j.properties" \
         -cp "$dir/conf:$jar" org.apache.zookeeper.server.quorum.QuorumPeerMain "$dir/conf/zoo.cfg" \
-        >"$dir/zookeeper.log" 2>&1 &
+        >>"$dir/zookeeper.log" 2>&1 </dev/null &
     echo $! >"$dir/zookeeper.pid"
     for _ in $(seq 1 300); do
         serving && break
