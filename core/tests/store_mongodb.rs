@@ -11,6 +11,9 @@
 #[path = "targets/mongodb.rs"]
 mod target;
 
+#[path = "targets/hints.rs"]
+mod hints;
+
 use cosid::conformance;
 
 use conformance::CONFIG;
@@ -20,7 +23,10 @@ use mongodb::bson::{doc, Document};
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
-use target::{connect, namespace_id, raw_collection, slot_id, target, Mongo, SCRIPT, URL_VAR};
+use target::{
+    connect, namespace_id, raw_collection, slot_document, slot_id, target, unused_id, Mongo,
+    SCRIPT, URL_VAR,
+};
 
 conformance::conformance_tests!(target());
 
@@ -516,4 +522,174 @@ async fn operations_past_the_bound_on_a_hung_server_leave_the_store_usable() {
         }
     }
     panic!("the store stayed stuck after the server resumed: {last:?}");
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// The acquisition's candidate documents and the lowest-unused hint: they must never change a decision.
+
+/// A store on `url` that reads the documents of two slots at a time for the lowest unused slot, and one in each
+/// "lowest free" read, so that in a test's small namespace each document a decision needs is found only by the
+/// read meant to find it.
+async fn small_window(url: &str) -> Arc<MongoStore> {
+    let store = MongoStore::open(url)
+        .await
+        .unwrap()
+        .with_read_sizes_for_tests(2, 1);
+    store.init().await.unwrap();
+    Arc::new(store)
+}
+
+/// The same random calls on a namespace that keeps its hint and on one whose hint is deleted before every call
+/// (so each of its acquisitions looks for the lowest unused slot from slot 0).
+#[tokio::test]
+async fn acquires_on_candidate_documents_decide_as_without_the_hint() {
+    let Some(url) = conformance::server_url(URL_VAR, SCRIPT) else {
+        return;
+    };
+    let raw = raw_collection(&url).await;
+    hints::hints_never_change_a_decision(small_window(&url).await, move |full| {
+        let raw = raw.clone();
+        async move {
+            raw.delete_one(doc! { "_id": unused_id(&full) })
+                .await
+                .unwrap();
+        }
+    })
+    .await;
+}
+
+/// Random namespaces written straight into the collection (half with their hint, half with none), then one
+/// acquisition each: the store's answer is the protocol's decision on every document.
+#[tokio::test]
+async fn acquires_on_candidate_documents_decide_as_the_protocol_on_every_document() {
+    let Some(url) = conformance::server_url(URL_VAR, SCRIPT) else {
+        return;
+    };
+    let raw = raw_collection(&url).await;
+    let mut case = 0;
+    hints::hinted_acquires_decide_as_the_protocol_on_every_row(
+        small_window(&url).await,
+        100,
+        // 32 slots: far more documents than the candidate reads return.
+        5,
+        move |ns, rows, unused| {
+            let raw = raw.clone();
+            case += 1;
+            let hinted = case % 2 == 0;
+            async move {
+                if !rows.is_empty() {
+                    raw.insert_many(rows.iter().map(|r| slot_document(&ns, r, 1)))
+                        .await
+                        .unwrap();
+                }
+                if hinted {
+                    let hint = unused.map_or(1_i64 << 5, i64::from);
+                    raw.insert_one(doc! { "_id": unused_id(&ns), "lowest_unused": hint })
+                        .await
+                        .unwrap();
+                }
+            }
+        },
+    )
+    .await;
+}
+
+/// The hint rises as slots get their first document; a slot document deleted by hand leaves it above a slot
+/// without one, and an acquisition that would find every slot held looks again from slot 0 and takes that slot.
+#[tokio::test]
+async fn a_hint_above_a_deleted_document_never_makes_a_namespace_exhausted() {
+    let Some(t) = target().await else { return };
+    let config = cosid::lease::NamespaceConfig { bits: 2, ..CONFIG };
+    let ns = Namespace::new(format!("mongo-hint-{}", uuid::Uuid::new_v4())).unwrap();
+    for (i, key) in ["a", "b", "c", "d"].into_iter().enumerate() {
+        let got = t.store.acquire(&ns, &config, &request(key)).await.unwrap();
+        assert_eq!(got.lease.slot, i as u32);
+    }
+    let hint = t
+        .raw
+        .find_one(doc! { "_id": unused_id(&ns) })
+        .await
+        .unwrap()
+        .expect("a hint document")
+        .get_i64("lowest_unused")
+        .unwrap();
+    assert_eq!(
+        hint, 3,
+        "every slot below the last one granted has a document"
+    );
+    t.raw
+        .delete_one(doc! { "_id": slot_id(&ns, 2) })
+        .await
+        .unwrap();
+    let e = t.store.acquire(&ns, &config, &request("e")).await.unwrap();
+    assert_eq!((e.lease.slot, e.lease.fence), (2, 1));
+    assert!(matches!(
+        t.store.acquire(&ns, &config, &request("f")).await,
+        Err(StoreError::Exhausted { .. })
+    ));
+}
+
+/// An acquisition reads the documents its decision depends on, not every document of the namespace: one that
+/// none of its reads meets (here a spoiled one, held by another key until long after every other lease, far past
+/// the lowest unused slot) does not stop it, as it did when every acquisition read every document.
+#[tokio::test]
+async fn an_acquisition_reads_its_candidates_not_every_document() {
+    let Some(t) = target().await else { return };
+    let config = cosid::lease::NamespaceConfig { bits: 10, ..CONFIG };
+    let ns = Namespace::new(format!("mongo-candidates-{}", uuid::Uuid::new_v4())).unwrap();
+    let a = t.store.acquire(&ns, &config, &request("a")).await.unwrap();
+    let far = a.lease.expires_at + 3_600_000;
+    let spoiled = cosid::lease::SlotRecord {
+        slot: 900,
+        owner: Some(Owner::new("other")),
+        last_owner_key: Some("other".into()),
+        fence: 0,
+        expires_at: far,
+        floor: 0,
+        ceiling: far + 1_000,
+        next_floor: far + 1_000,
+    };
+    t.raw
+        .insert_one(slot_document(&ns, &spoiled, 1))
+        .await
+        .unwrap();
+    let b = t.store.acquire(&ns, &config, &request("b")).await.unwrap();
+    assert_eq!(b.lease.slot, 1);
+}
+
+/// The lowest free slot whose floor is far ahead is not taken while a higher free one can start now, also when
+/// the lowest free documents read first are all far ahead (a read of its own finds the one that can start).
+#[tokio::test]
+async fn a_free_slot_that_can_start_now_is_found_past_free_ones_far_ahead() {
+    let Some(url) = conformance::server_url(URL_VAR, SCRIPT) else {
+        return;
+    };
+    let store = small_window(&url).await;
+    let raw = raw_collection(&url).await;
+    let config = cosid::lease::NamespaceConfig { bits: 3, ..CONFIG };
+    let ns = Namespace::new(format!("mongo-ready-{}", uuid::Uuid::new_v4())).unwrap();
+    let now = store.inspect(&ns).await.unwrap().store_now;
+    store.raise_not_before(&ns, &config, 0).await.unwrap();
+    let record =
+        |slot: u32, owner: Option<&str>, last: &str, next_floor: u64| cosid::lease::SlotRecord {
+            slot,
+            owner: owner.map(Owner::new),
+            last_owner_key: Some(last.into()),
+            fence: 1,
+            expires_at: now + 600_000,
+            floor: next_floor.min(now),
+            ceiling: next_floor,
+            next_floor,
+        };
+    // Slot 0 released with its floor an hour ahead; slot 1 released and ready; every other slot held.
+    let mut rows = vec![
+        record(0, None, "x", now + 3_600_000),
+        record(1, None, "y", now - 1_000),
+    ];
+    rows.extend((2..8).map(|s| record(s, Some("held"), "held", now + 601_000)));
+    raw.insert_many(rows.iter().map(|r| slot_document(&ns, r, 1)))
+        .await
+        .unwrap();
+    let got = store.acquire(&ns, &config, &request("z")).await.unwrap();
+    assert_eq!((got.lease.slot, got.lease.fence), (1, 2));
 }

@@ -6,7 +6,7 @@
 use super::{BoxError, StoreError};
 use crate::lease::Namespace;
 #[cfg(any(feature = "zookeeper", feature = "mongodb"))]
-use crate::lease::{protocol, NamespaceRecord, SlotRecord};
+use crate::lease::{NamespaceRecord, SlotRecord};
 use std::future::Future;
 use std::time::Duration;
 
@@ -176,33 +176,41 @@ pub(super) fn spread(chosen: u32, mut equals: Vec<u32>) -> Option<u32> {
     (!equals.is_empty()).then(|| equals[rand::random_range(0..equals.len())])
 }
 
-/// The slots as good as the lowest free one, for [`spread`] after `raced` lost races, by a store that reads every
-/// record of the namespace (`slots`, sorted by slot): the free records that can start within the tolerance and
-/// whose last owner had another key (the owner's own sticky slot keeps its rank), and the never-used slots in the
-/// [`spread_window`] past the lowest one.
+/// The slots as good as the lowest free one, for [`spread`]: among `slots` (records of the namespace), the free
+/// ones that can start within the tolerance and whose last owner had another key (the owner's own sticky slot
+/// keeps its rank), then `never_used` (see [`never_used`]).
 #[cfg(any(feature = "zookeeper", feature = "mongodb"))]
 pub(super) fn as_good(
     ns: &NamespaceRecord,
     slots: &[SlotRecord],
     key: &str,
     now: u64,
-    raced: u32,
+    never_used: Vec<u32>,
 ) -> Vec<u32> {
-    let count = 1u64 << ns.bits;
     let soon = now.saturating_add(ns.tolerance_ms);
     let free = slots
         .iter()
         .filter(|r| !r.is_held_at(now) && r.next_floor.max(ns.not_before) <= soon)
         .filter(|r| r.last_owner_key.as_deref() != Some(key))
         .map(|r| r.slot);
-    let never_used = protocol::lowest_unused(slots, ns.bits)
-        .into_iter()
-        .flat_map(|u| {
-            (u..u.saturating_add(spread_window(raced)))
-                .filter(move |&s| u64::from(s) < count)
-                .filter(|s| slots.binary_search_by_key(s, |r| r.slot).is_err())
-        });
     free.chain(never_used).collect()
+}
+
+/// The never-used slots in the [`spread_window`] past the lowest one, `lowest_unused`, after `raced` lost races:
+/// those of the namespace's `bits` for which `used` (which says true of a slot it does not know) is false.
+#[cfg(any(feature = "zookeeper", feature = "mongodb"))]
+pub(super) fn never_used(
+    bits: u8,
+    lowest_unused: Option<u32>,
+    raced: u32,
+    used: impl Fn(u32) -> bool,
+) -> Vec<u32> {
+    let count = 1u64 << bits;
+    lowest_unused
+        .into_iter()
+        .flat_map(|u| u..u.saturating_add(spread_window(raced)))
+        .filter(|&s| u64::from(s) < count && !used(s))
+        .collect()
 }
 
 #[cfg(all(test, any(feature = "zookeeper", feature = "mongodb")))]
@@ -248,7 +256,12 @@ mod tests {
             record(3, None, "y", NOW - 5_000, NOW + 60_000),
             record(5, Some("z"), "z", NOW - 1, NOW + 999),
         ];
-        let good = as_good(&ns, &slots, "me", NOW, 1);
+        let unused = crate::lease::protocol::lowest_unused(&slots, ns.bits);
+        assert_eq!(unused, Some(4));
+        let never = never_used(ns.bits, unused, 1, |s| {
+            slots.binary_search_by_key(&s, |r| r.slot).is_ok()
+        });
+        let good = as_good(&ns, &slots, "me", NOW, never);
         // Slot 5's lease expired (its holder is gone), and its floor is within the tolerance.
         let mut expected = vec![2, 5, 4];
         expected.extend(6..16);

@@ -5,8 +5,16 @@
 //! A namespace's record is the document `_id: "ns/<encoded name>"`, each slot's `_id: "slot/<encoded name>/<n>"`.
 //! Each document holds the record's fields as the etcd and ZooKeeper stores write them (numbers as 64-bit
 //! integers), its encoded namespace name in `ns` (and a slot's number in `slot`), and `rev`, a counter that every
-//! write of the document raises. An acquisition reads a namespace's documents with one query on `ns`, through an
-//! index the store creates on first use (never a scan of the collection).
+//! write of the document raises. A third document, `_id: "unused/<encoded name>"` (with no `ns`), keeps a hint: a
+//! slot below which every slot has a document.
+//!
+//! An acquisition does not read every document of its namespace, so its cost does not grow with the namespace:
+//! it reads the candidates of a [`protocol::View`] in four or five queries at once, each through an index the
+//! store creates on first use: the documents of the owner's key (as holder or last holder), the preferred slot's,
+//! the lowest free ones, the held one that expires first, and the documents of the slots from the hint on, up to
+//! the lowest slot without one (one read of 256 slots unless the hint is far behind). The decision is the one
+//! [`protocol::acquire`] makes on every document; the acquisition that finds the lowest unused slot above the hint
+//! raises the hint (`$max`). `inspect` still reads every document of the namespace.
 //!
 //! Each operation reads what its decision depends on, applies the rules of [`protocol`], and writes each document
 //! it changes with one conditional write: an update whose filter is the `_id` and the `rev` it read (which MongoDB
@@ -93,6 +101,9 @@ pub struct MongoStore {
     options: ClientOptions,
     database: String,
     client: std::sync::Arc<OnceCell<Client>>,
+    /// [`UNUSED_WINDOW`] and [`FREE_CANDIDATES`], but for tests.
+    window: u32,
+    free: i64,
 }
 
 impl std::fmt::Debug for MongoStore {
@@ -157,6 +168,29 @@ fn slot_prefix(ns: &Namespace) -> String {
 fn slot_id(ns: &Namespace, slot: u32) -> String {
     format!("{}{slot}", slot_prefix(ns))
 }
+
+/// `unused/<encoded>`: the document that keeps a namespace's [`UnusedHint`]. It has no `ns` field, so versions
+/// that read a namespace's documents by `ns` (and refuse one they do not know) never meet it.
+fn unused_id(ns: &Namespace) -> String {
+    format!("unused/{}", ns.encoded())
+}
+
+/// How many documents each of an acquisition's "lowest free" queries returns: the protocol needs the lowest; the
+/// others give a client that lost a race somewhere as good to go (see [`common::spread`]).
+const FREE_CANDIDATES: i64 = 8;
+
+/// How many slots one read for the lowest unused slot covers, from the hint on. Their documents are read whole
+/// and validated: when the hint is current they are the few written just above the lowest unused slot (by
+/// clients that spread after a lost race).
+const UNUSED_WINDOW: u32 = 256;
+
+/// The namespace's `lowest_unused` hint: a slot below which every slot has a document. Slot documents are never
+/// deleted, so a value that was true stays true, and it only rises (`$max`, written by the acquisition that finds
+/// the first slot without a document above it). A value that is too low costs a longer read; one that is too high
+/// (documents deleted by hand) can only make an acquisition pass over a slot never used, and an acquisition that
+/// would find the namespace exhausted reads from slot 0 instead.
+#[derive(Debug, Clone, Copy, Default)]
+struct UnusedHint(u32);
 
 /// A JSON value as BSON: integers as 64-bit integers (the records' numbers are milliseconds and counters, far
 /// below 2^63), objects as documents.
@@ -250,6 +284,26 @@ struct Snapshot {
     slots: Vec<(SlotRecord, i64)>,
 }
 
+/// The documents an acquisition decides on (see [`MongoStore::read_view`]).
+#[derive(Debug)]
+struct Candidates {
+    /// One per slot, in slot order, each with the `rev` it was read at.
+    records: Vec<(SlotRecord, i64)>,
+    lowest_unused: Option<u32>,
+    /// The slots from `lowest_unused` up to `known` that have a document (the rest of that range has none).
+    used: Vec<u32>,
+    known: u64,
+}
+
+impl Candidates {
+    /// The never-used slots in the spread window past the lowest, of the range read.
+    fn never_used(&self, bits: u8, raced: u32) -> Vec<u32> {
+        common::never_used(bits, self.lowest_unused, raced, |s| {
+            u64::from(s) >= self.known || self.used.binary_search(&s).is_ok()
+        })
+    }
+}
+
 impl MongoStore {
     /// Prepares a client for a `mongodb://` URL (see the module's documentation). Does not connect.
     pub async fn open(url: &str) -> Result<Self, StoreError> {
@@ -298,20 +352,43 @@ impl MongoStore {
             options,
             database,
             client: Default::default(),
+            window: UNUSED_WINDOW,
+            free: FREE_CANDIDATES,
         })
     }
 
-    /// The client, made on first use, when the index on `ns` is also created (if it is missing).
+    /// Reads the documents of `window` slots at a time for the lowest unused slot instead of [`UNUSED_WINDOW`],
+    /// and `free` documents in each "lowest free" read instead of [`FREE_CANDIDATES`], so that in a test's small
+    /// namespace each document the decision needs is found by the one read meant to find it.
+    #[doc(hidden)]
+    pub fn with_read_sizes_for_tests(mut self, window: u32, free: i64) -> Self {
+        self.window = window.max(1);
+        self.free = free.max(1);
+        self
+    }
+
+    /// The client, made on first use, when the indexes an acquisition reads through are also created (those
+    /// missing): the namespace's slots in order, by owner key, by last owner key, and by expiry.
     async fn client(&self) -> Result<&Client, StoreError> {
         self.client
             .get_or_try_init(|| async {
                 let client = Client::with_options(self.options.clone()).map_err(mongo_err)?;
-                client
+                let collection = client
                     .database(&self.database)
-                    .collection::<Document>(COLLECTION)
-                    .create_index(IndexModel::builder().keys(doc! { "ns": 1 }).build())
-                    .await
-                    .map_err(mongo_err)?;
+                    .collection::<Document>(COLLECTION);
+                // One command each: FerretDB 1.x drops the connection when one command names several indexes
+                // that exist already.
+                for keys in [
+                    doc! { "ns": 1, "slot": 1 },
+                    doc! { "ns": 1, "owner.key": 1, "slot": 1 },
+                    doc! { "ns": 1, "last_owner_key": 1 },
+                    doc! { "ns": 1, "expires_at": 1 },
+                ] {
+                    collection
+                        .create_index(IndexModel::builder().keys(keys).build())
+                        .await
+                        .map_err(mongo_err)?;
+                }
                 Ok(client)
             })
             .await
@@ -435,6 +512,178 @@ impl MongoStore {
         }
         snapshot.slots.sort_by_key(|(r, _)| r.slot);
         Ok(snapshot)
+    }
+
+    /// The slot documents of `ns` that `filter` matches, in `sort` order, at most `limit` of them (0: all).
+    async fn find_slots(
+        &self,
+        c: &Collection<Document>,
+        ns: &Namespace,
+        mut filter: Document,
+        sort: Document,
+        limit: i64,
+    ) -> Result<Vec<(SlotRecord, i64)>, StoreError> {
+        filter.insert("ns", ns.encoded());
+        let mut cursor = c
+            .find(filter)
+            .sort(sort)
+            .limit(limit)
+            .await
+            .map_err(mongo_err)?;
+        let prefix = slot_prefix(ns);
+        let mut found = Vec::new();
+        while cursor.advance().await.map_err(mongo_err)? {
+            let doc = cursor.deserialize_current().map_err(mongo_err)?;
+            let slot = match doc.get("_id") {
+                Some(Bson::String(id)) => id
+                    .strip_prefix(&prefix)
+                    .and_then(super::json_record::parse_slot),
+                _ => None,
+            };
+            let Some(slot) = slot else {
+                return Err(corrupt(
+                    ns,
+                    "the namespace's documents",
+                    format!("unexpected document {:?}", doc.get("_id")),
+                ));
+            };
+            found.push(decode_slot_document(ns, slot, doc)?);
+        }
+        Ok(found)
+    }
+
+    /// The namespace's [`UnusedHint`] (0 when it has none, or one that does not read as a slot number).
+    async fn read_hint(
+        &self,
+        c: &Collection<Document>,
+        ns: &Namespace,
+    ) -> Result<UnusedHint, StoreError> {
+        let doc = c
+            .find_one(doc! { "_id": unused_id(ns) })
+            .await
+            .map_err(mongo_err)?;
+        let value = doc.and_then(|d| match d.get("lowest_unused") {
+            Some(Bson::Int64(n)) => u32::try_from(*n).ok(),
+            Some(Bson::Int32(n)) => u32::try_from(*n).ok(),
+            _ => None,
+        });
+        Ok(UnusedHint(value.unwrap_or(0)))
+    }
+
+    /// The lowest slot from `from` on without a document, with the documents read on the way: those of
+    /// [`UNUSED_WINDOW`] slots at a time (one read unless the hint is far behind), and any of a slot past the
+    /// namespace's `count` (refused when the documents are validated). Returns the slot (`count` or above when
+    /// every slot from `from` on has a document), the documents of the last read, and the end of the slots it
+    /// covered.
+    async fn first_unused(
+        &self,
+        c: &Collection<Document>,
+        ns: &Namespace,
+        from: u32,
+        count: u64,
+    ) -> Result<(u64, Vec<(SlotRecord, i64)>, u64), StoreError> {
+        let mut start = u64::from(from);
+        loop {
+            let end = start + u64::from(self.window);
+            let found = self
+                .find_slots(
+                    c,
+                    ns,
+                    doc! { "$or": [
+                        { "slot": { "$gte": start as i64, "$lt": end as i64 } },
+                        { "slot": { "$gte": count as i64 } },
+                    ] },
+                    doc! { "slot": 1 },
+                    0,
+                )
+                .await?;
+            let run = (start..)
+                .zip(found.iter())
+                .take_while(|&(s, (r, _))| s == u64::from(r.slot))
+                .count() as u64;
+            if start + run < end || end >= count {
+                return Ok((start + run, found, end));
+            }
+            start = end;
+        }
+    }
+
+    /// What an acquisition decides on (see [`protocol::View`]), read through the indexes in four or five
+    /// queries at once: the owner key's documents and those whose last owner had the key; the preferred slot's;
+    /// the lowest free ones (released, or expired before `now`), the lowest of which that can start within the
+    /// tolerance is among them unless all are far ahead (then a sixth query reads it); the held one that expires
+    /// first; and the lowest slot without a document from `hint` on ([`MongoStore::first_unused`]).
+    async fn read_view(
+        &self,
+        c: &Collection<Document>,
+        ns: &Namespace,
+        record: &NamespaceRecord,
+        request: &AcquireRequest,
+        hint: UnusedHint,
+        now: u64,
+    ) -> Result<Candidates, StoreError> {
+        let key = request.owner.key.as_str();
+        let count = 1u64 << record.bits;
+        let soon = now.saturating_add(record.tolerance_ms);
+        let by_slot = || doc! { "slot": 1 };
+        let slots = || doc! { "$gte": 0_i64 };
+        let free = || {
+            doc! { "slot": slots(), "$or": [
+                { "owner.key": Bson::Null },
+                { "expires_at": { "$lt": now as i64 } },
+            ] }
+        };
+        let mine =
+            doc! { "slot": slots(), "$or": [{ "owner.key": key }, { "last_owner_key": key }] };
+        let held = doc! {
+            "slot": slots(),
+            "owner.key": { "$ne": Bson::Null },
+            "expires_at": { "$gte": now as i64 },
+        };
+        let preferred = async {
+            match request.preferred_slot.filter(|&p| u64::from(p) < count) {
+                Some(p) => {
+                    let filter = doc! { "slot": i64::from(p) };
+                    self.find_slots(c, ns, filter, by_slot(), 1).await
+                }
+                None => Ok(Vec::new()),
+            }
+        };
+        let (mine, preferred, free_lowest, expiring, unused) = tokio::try_join!(
+            self.find_slots(c, ns, mine, by_slot(), 0),
+            preferred,
+            self.find_slots(c, ns, free(), by_slot(), self.free),
+            self.find_slots(c, ns, held, doc! { "expires_at": 1 }, 1),
+            self.first_unused(c, ns, hint.0, count),
+        )?;
+        // The lowest free document that can start within the tolerance: the first such of the lowest free ones
+        // read, or, when they were a full read's worth and none can, one more query.
+        let ready = |r: &SlotRecord| r.next_floor <= soon;
+        let free_ready = if free_lowest.iter().any(|(r, _)| ready(r))
+            || (free_lowest.len() as i64) < self.free
+        {
+            Vec::new()
+        } else {
+            let mut filter = free();
+            filter.insert("next_floor", doc! { "$lte": soon as i64 });
+            self.find_slots(c, ns, filter, by_slot(), 1).await?
+        };
+        let (lowest, window, known) = unused;
+        let used = window.iter().map(|(r, _)| r.slot).collect();
+        let mut records: Vec<(SlotRecord, i64)> =
+            [mine, preferred, free_lowest, free_ready, expiring, window]
+                .into_iter()
+                .flatten()
+                .collect();
+        // One document per slot; where two reads saw one at different writes, the later write.
+        records.sort_by_key(|(r, rev)| (r.slot, std::cmp::Reverse(*rev)));
+        records.dedup_by_key(|(r, _)| r.slot);
+        Ok(Candidates {
+            records,
+            lowest_unused: (lowest < count).then_some(lowest as u32),
+            used,
+            known,
+        })
     }
 
     /// Reads a lease's namespace record and slot, and validates the slot against the namespace's bits.
@@ -612,28 +861,55 @@ impl LeaseStore for MongoStore {
         let tries = &std::sync::atomic::AtomicU32::new(0);
         self.retrying(namespace, |c| async move {
             let raced = tries.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            let now = self.now().await?;
-            let snapshot = self.read_all(&c, namespace).await?;
-            let stored = snapshot.namespace.as_ref().map(|(r, _)| *r);
+            let (now, stored, hint) = tokio::try_join!(
+                self.now(),
+                self.read_namespace(&c, namespace),
+                self.read_hint(&c, namespace),
+            )?;
+            let ns_rev = stored.as_ref().map(|(_, rev)| *rev);
+            let stored = stored.map(|(r, _)| r);
             let record = protocol::check_namespace(namespace, stored, config)?;
-            let slots: Vec<SlotRecord> = snapshot.slots.iter().map(|(r, _)| r.clone()).collect();
-            for s in &slots {
-                protocol::validate(KIND, namespace, s, record.bits)?;
-            }
-            let grant = protocol::acquire(namespace, &record, &slots, request, now)?;
+            let mut view = self
+                .read_view(&c, namespace, &record, request, hint, now)
+                .await?;
+            let decide = |view: &Candidates, request: &AcquireRequest| {
+                let slots: Vec<SlotRecord> = view.records.iter().map(|(r, _)| r.clone()).collect();
+                for s in &slots {
+                    protocol::validate(KIND, namespace, s, record.bits)?;
+                }
+                let decided = protocol::View {
+                    records: &slots,
+                    lowest_unused: view.lowest_unused,
+                };
+                protocol::acquire_in(namespace, &record, &decided, request, now).map(|g| (g, slots))
+            };
+            let (grant, slots) = match decide(&view, request) {
+                Err(StoreError::Exhausted { .. }) if hint.0 > 0 => {
+                    // Documents deleted by hand leave the hint too high: before answering that every slot is
+                    // held, look for slots without a document from slot 0.
+                    view = self
+                        .read_view(&c, namespace, &record, request, UnusedHint(0), now)
+                        .await?;
+                    decide(&view, request)?
+                }
+                decided => decided?,
+            };
             // After a lost race, another slot as good as the lowest (clients started together all choose the
             // lowest, and one of them wins each round).
             let key = request.owner.key.as_str();
             let grant = match &grant.write {
                 Some(w) if raced > 0 && request.preferred_slot.is_none() => {
-                    match common::spread(w.slot, common::as_good(&record, &slots, key, now, raced))
-                    {
+                    let never_used = view.never_used(record.bits, raced);
+                    match common::spread(
+                        w.slot,
+                        common::as_good(&record, &slots, key, now, never_used),
+                    ) {
                         Some(other) => {
                             let request = AcquireRequest {
                                 preferred_slot: Some(other),
                                 ..request.clone()
                             };
-                            protocol::acquire(namespace, &record, &slots, &request, now)?
+                            decide(&view, &request)?.0
                         }
                         None => grant,
                     }
@@ -641,47 +917,61 @@ impl LeaseStore for MongoStore {
                 _ => grant,
             };
             let rev_of = |slot: u32| {
-                snapshot
-                    .slots
+                view.records
                     .iter()
                     .find(|(r, _)| r.slot == slot)
                     .map(|(_, rev)| *rev)
             };
-            if stored != Some(record) {
-                let ns_rev = snapshot.namespace.as_ref().map(|(_, rev)| *rev);
-                if !put_namespace(&c, namespace, &record, ns_rev).await? {
-                    return Ok(Try::Raced);
-                }
+            if stored != Some(record) && !put_namespace(&c, namespace, &record, ns_rev).await? {
+                return Ok(Try::Raced);
             }
-            let written = match &grant.write {
-                Some(w) => {
-                    let written = put_slot(&c, namespace, w, rev_of(w.slot)).await?;
-                    if !written && rev_of(w.slot).is_none() {
-                        // The insert met a document the read did not see: one created since, or one whose `ns`
-                        // does not say this namespace (refused here as corrupt, never taken for absent).
-                        self.read_slot(&c, namespace, w.slot).await?;
-                    }
-                    written
+            // Every slot below the lowest unused one the read found has a document: the hint rises to it. A
+            // hint is not worth failing an acquisition for (a lost write leaves the next read a little longer).
+            let rises = view.lowest_unused.map_or(1u64 << record.bits, u64::from);
+            let raise_hint = async {
+                if rises > u64::from(hint.0) {
+                    let _ = c
+                        .update_one(
+                            doc! { "_id": unused_id(namespace) },
+                            doc! { "$max": { "lowest_unused": rises as i64 } },
+                        )
+                        .upsert(true)
+                        .await;
                 }
-                None => {
-                    // The owner already holds a slot (a retried acquisition): confirm on the primary that it is
-                    // still as read, by raising its rev.
-                    let held = grant.acquired.lease.slot;
-                    match rev_of(held) {
-                        Some(rev) => {
-                            let result = c
-                                .update_one(
-                                    doc! { "_id": slot_id(namespace, held), "rev": rev },
-                                    doc! { "$set": { "rev": rev + 1 } },
-                                )
-                                .await
-                                .map_err(mongo_err)?;
-                            result.matched_count == 1
+            };
+            let write = async {
+                match &grant.write {
+                    Some(w) => {
+                        let written = put_slot(&c, namespace, w, rev_of(w.slot)).await?;
+                        if !written && rev_of(w.slot).is_none() {
+                            // The insert met a document the read did not see: one created since, or one whose
+                            // `ns` does not say this namespace (refused here as corrupt, never taken for absent).
+                            self.read_slot(&c, namespace, w.slot).await?;
                         }
-                        None => false,
+                        Ok(written)
+                    }
+                    None => {
+                        // The owner already holds a slot (a retried acquisition): confirm on the primary that it
+                        // is still as read, by raising its rev.
+                        let held = grant.acquired.lease.slot;
+                        match rev_of(held) {
+                            Some(rev) => {
+                                let result = c
+                                    .update_one(
+                                        doc! { "_id": slot_id(namespace, held), "rev": rev },
+                                        doc! { "$set": { "rev": rev + 1 } },
+                                    )
+                                    .await
+                                    .map_err(mongo_err)?;
+                                Ok(result.matched_count == 1)
+                            }
+                            None => Ok(false),
+                        }
                     }
                 }
             };
+            let ((), written) = tokio::join!(raise_hint, write);
+            let written: bool = written?;
             Ok(if written {
                 Try::Done(grant.acquired)
             } else {

@@ -571,8 +571,16 @@ impl LeaseStore for ZookeeperStore {
             // lowest, and one of them wins each round).
             let grant = match &grant.write {
                 Some(w) if raced > 0 && request.preferred_slot.is_none() => {
-                    match common::spread(w.slot, common::as_good(&record, &slots, key, now, raced))
-                    {
+                    let never_used = common::never_used(
+                        record.bits,
+                        protocol::lowest_unused(&slots, record.bits),
+                        raced,
+                        |s| slots.binary_search_by_key(&s, |r| r.slot).is_ok(),
+                    );
+                    match common::spread(
+                        w.slot,
+                        common::as_good(&record, &slots, key, now, never_used),
+                    ) {
                         Some(other) => {
                             let request = AcquireRequest {
                                 preferred_slot: Some(other),

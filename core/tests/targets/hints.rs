@@ -157,11 +157,13 @@ pub async fn hinted_acquires_decide_as_the_protocol_on_every_row<F, Fut>(
             .raise_not_before(&ns, &config, not_before)
             .await
             .unwrap();
-        // One case in five has every slot held, mostly by other keys: exhausted, or not for this owner.
+        // One case in five has every slot held, mostly by other keys: exhausted, or not for this owner. Another
+        // has a record on every slot, some free: no slot never used, so only the free records can be taken.
         let full = case % 5 == 0;
+        let dense = case % 5 == 1;
         let mut rows = Vec::new();
         for slot in 0..count {
-            if !full && rng.below(4) == 0 {
+            if !full && !dense && rng.below(4) == 0 {
                 continue;
             }
             let owner = (full || rng.below(3) > 0).then(|| Owner {

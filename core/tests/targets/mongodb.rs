@@ -33,12 +33,6 @@ impl Target for Mongo {
 
     /// A plain upsert of the document with a client of the test's own, as `mongosh` would do it.
     async fn put_raw(&self, ns: &Namespace, r: &SlotRecord) {
-        let owner = match &r.owner {
-            Some(o) => {
-                Bson::Document(doc! { "key": &o.key, "incarnation": o.incarnation.to_string() })
-            }
-            None => Bson::Null,
-        };
         let rev = self
             .raw
             .find_one(doc! { "_id": slot_id(ns, r.slot) })
@@ -46,19 +40,7 @@ impl Target for Mongo {
             .unwrap()
             .and_then(|d| d.get_i64("rev").ok())
             .unwrap_or(0);
-        let document = doc! {
-            "_id": slot_id(ns, r.slot),
-            "ns": ns.encoded(),
-            "slot": i64::from(r.slot),
-            "rev": rev + 1,
-            "owner": owner,
-            "last_owner_key": r.last_owner_key.clone(),
-            "fence": r.fence as i64,
-            "expires_at": r.expires_at as i64,
-            "floor": r.floor as i64,
-            "ceiling": r.ceiling as i64,
-            "next_floor": r.next_floor as i64,
-        };
+        let document = slot_document(ns, r, rev + 1);
         self.raw
             .replace_one(doc! { "_id": slot_id(ns, r.slot) }, document)
             .upsert(true)
@@ -81,6 +63,32 @@ impl Target for Mongo {
             .await
             .unwrap();
     }
+}
+
+/// A slot's document as the store writes it, at `rev`.
+pub fn slot_document(ns: &Namespace, r: &SlotRecord, rev: i64) -> Document {
+    let owner = match &r.owner {
+        Some(o) => Bson::Document(doc! { "key": &o.key, "incarnation": o.incarnation.to_string() }),
+        None => Bson::Null,
+    };
+    doc! {
+        "_id": slot_id(ns, r.slot),
+        "ns": ns.encoded(),
+        "slot": i64::from(r.slot),
+        "rev": rev,
+        "owner": owner,
+        "last_owner_key": r.last_owner_key.clone(),
+        "fence": r.fence as i64,
+        "expires_at": r.expires_at as i64,
+        "floor": r.floor as i64,
+        "ceiling": r.ceiling as i64,
+        "next_floor": r.next_floor as i64,
+    }
+}
+
+/// The `_id` of a namespace's lowest-unused hint.
+pub fn unused_id(ns: &Namespace) -> String {
+    format!("unused/{}", ns.encoded())
 }
 
 /// The collection the store uses, through a client of the test's own.
