@@ -1,5 +1,5 @@
-//! A check shared by the stores whose acquire follows hints kept beside the records (Redis's index, the SQL
-//! stores' `lowest_unused`): a hint must never change a decision.
+//! A check shared by the stores whose acquire follows hints kept beside the records (Redis's and etcd's indexes,
+//! the SQL stores' `lowest_unused`, MongoDB's lowest-unused lower bound): a hint must never change a decision.
 #![allow(dead_code)]
 
 use cosid::conformance::{fresh, CONFIG};
