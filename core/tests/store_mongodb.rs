@@ -569,7 +569,7 @@ async fn acquires_on_candidate_documents_decide_as_the_protocol_on_every_documen
     let mut case = 0;
     hints::hinted_acquires_decide_as_the_protocol_on_every_row(
         small_window(&url).await,
-        100,
+        60,
         // 32 slots: far more documents than the candidate reads return.
         5,
         move |ns, rows, unused| {
@@ -630,17 +630,24 @@ async fn a_hint_above_a_deleted_document_never_makes_a_namespace_exhausted() {
 }
 
 /// An acquisition reads the documents its decision depends on, not every document of the namespace: one that
-/// none of its reads meets (here a spoiled one, held by another key until long after every other lease, far past
-/// the lowest unused slot) does not stop it, as it did when every acquisition read every document.
+/// none of its reads meets (here a spoiled one below the lowest unused slot, held by another key until long after
+/// every other lease) does not stop it, as it did when every acquisition read every document.
 #[tokio::test]
 async fn an_acquisition_reads_its_candidates_not_every_document() {
     let Some(t) = target().await else { return };
     let config = cosid::lease::NamespaceConfig { bits: 10, ..CONFIG };
     let ns = Namespace::new(format!("mongo-candidates-{}", uuid::Uuid::new_v4())).unwrap();
-    let a = t.store.acquire(&ns, &config, &request("a")).await.unwrap();
-    let far = a.lease.expires_at + 3_600_000;
+    let mut last = None;
+    for i in 0..10 {
+        let got = t
+            .store
+            .acquire(&ns, &config, &request(&format!("k{i}")))
+            .await;
+        last = Some(got.unwrap().lease);
+    }
+    let far = last.unwrap().expires_at + 3_600_000;
     let spoiled = cosid::lease::SlotRecord {
-        slot: 900,
+        slot: 3,
         owner: Some(Owner::new("other")),
         last_owner_key: Some("other".into()),
         fence: 0,
@@ -649,16 +656,14 @@ async fn an_acquisition_reads_its_candidates_not_every_document() {
         ceiling: far + 1_000,
         next_floor: far + 1_000,
     };
-    t.raw
-        .insert_one(slot_document(&ns, &spoiled, 1))
-        .await
-        .unwrap();
+    conformance::Target::put_raw(&t, &ns, &spoiled).await;
     let b = t.store.acquire(&ns, &config, &request("b")).await.unwrap();
-    assert_eq!(b.lease.slot, 1);
+    assert_eq!(b.lease.slot, 10);
 }
 
 /// The lowest free slot whose floor is far ahead is not taken while a higher free one can start now, also when
-/// the lowest free documents read first are all far ahead (a read of its own finds the one that can start).
+/// the lowest free documents read first are all far ahead (a read of its own finds the one that can start):
+/// released slots, and an expired one below a released one that can start.
 #[tokio::test]
 async fn a_free_slot_that_can_start_now_is_found_past_free_ones_far_ahead() {
     let Some(url) = conformance::server_url(URL_VAR, SCRIPT) else {
@@ -667,29 +672,52 @@ async fn a_free_slot_that_can_start_now_is_found_past_free_ones_far_ahead() {
     let store = small_window(&url).await;
     let raw = raw_collection(&url).await;
     let config = cosid::lease::NamespaceConfig { bits: 3, ..CONFIG };
-    let ns = Namespace::new(format!("mongo-ready-{}", uuid::Uuid::new_v4())).unwrap();
-    let now = store.inspect(&ns).await.unwrap().store_now;
-    store.raise_not_before(&ns, &config, 0).await.unwrap();
-    let record =
-        |slot: u32, owner: Option<&str>, last: &str, next_floor: u64| cosid::lease::SlotRecord {
-            slot,
-            owner: owner.map(Owner::new),
-            last_owner_key: Some(last.into()),
-            fence: 1,
-            expires_at: now + 600_000,
-            floor: next_floor.min(now),
-            ceiling: next_floor,
-            next_floor,
-        };
-    // Slot 0 released with its floor an hour ahead; slot 1 released and ready; every other slot held.
-    let mut rows = vec![
-        record(0, None, "x", now + 3_600_000),
-        record(1, None, "y", now - 1_000),
+    let probe = Namespace::new(format!("mongo-ready-{}", uuid::Uuid::new_v4())).unwrap();
+    let now = store.inspect(&probe).await.unwrap().store_now;
+    let hour = now + 3_600_000;
+    // (slot, holder, expires_at, next_floor); every slot not named is held by another key.
+    let released = |slot, next_floor| (slot, None, now + 600_000, next_floor);
+    let expired = |slot, next_floor| (slot, Some("gone"), now - 10_000, next_floor);
+    type Free<'a> = Vec<(u32, Option<&'a str>, u64, u64)>;
+    let cases: [(&str, Free, u32); 2] = [
+        (
+            "released",
+            vec![released(0, hour), released(1, now - 1_000)],
+            1,
+        ),
+        (
+            "expired",
+            vec![
+                expired(0, hour),
+                expired(2, now - 9_000),
+                released(5, now - 1_000),
+            ],
+            2,
+        ),
     ];
-    rows.extend((2..8).map(|s| record(s, Some("held"), "held", now + 601_000)));
-    raw.insert_many(rows.iter().map(|r| slot_document(&ns, r, 1)))
-        .await
-        .unwrap();
-    let got = store.acquire(&ns, &config, &request("z")).await.unwrap();
-    assert_eq!((got.lease.slot, got.lease.fence), (1, 2));
+    for (label, free, expected) in cases {
+        let ns = Namespace::new(format!("mongo-ready-{label}-{}", uuid::Uuid::new_v4())).unwrap();
+        store.raise_not_before(&ns, &config, 0).await.unwrap();
+        let rows = (0..8).map(|slot| {
+            let (owner, expires_at, next_floor) = match free.iter().find(|f| f.0 == slot) {
+                Some(&(_, owner, expires_at, next_floor)) => (owner, expires_at, next_floor),
+                None => (Some("held"), now + 600_000, now + 601_000),
+            };
+            cosid::lease::SlotRecord {
+                slot,
+                owner: owner.map(Owner::new),
+                last_owner_key: Some(owner.unwrap_or("x").into()),
+                fence: 1,
+                expires_at,
+                floor: next_floor.min(now - 20_000),
+                ceiling: next_floor,
+                next_floor,
+            }
+        });
+        raw.insert_many(rows.map(|r| slot_document(&ns, &r, 1)))
+            .await
+            .unwrap();
+        let got = store.acquire(&ns, &config, &request("z")).await.unwrap();
+        assert_eq!((got.lease.slot, got.lease.fence), (expected, 2), "{label}");
+    }
 }

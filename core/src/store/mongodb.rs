@@ -9,12 +9,13 @@
 //! slot below which every slot has a document.
 //!
 //! An acquisition does not read every document of its namespace, so its cost does not grow with the namespace:
-//! it reads the candidates of a [`protocol::View`] in four or five queries at once, each through an index the
+//! it reads the candidates of a [`protocol::View`] in three or four queries at once, each served by an index the
 //! store creates on first use: the documents of the owner's key (as holder or last holder), the preferred slot's,
-//! the lowest free ones, the held one that expires first, and the documents of the slots from the hint on, up to
-//! the lowest slot without one (one read of 256 slots unless the hint is far behind). The decision is the one
-//! [`protocol::acquire`] makes on every document; the acquisition that finds the lowest unused slot above the hint
-//! raises the hint (`$max`). `inspect` still reads every document of the namespace.
+//! the lowest free ones, and the next documents from the hint on, up to the lowest slot without one (one read of
+//! at most 256 documents unless the hint is far behind); an answer that every slot is held also reads the held
+//! document that expires first. The decision is the one [`protocol::acquire`] makes on every document; the
+//! acquisition that finds the lowest unused slot above the hint raises the hint (`$max`). `inspect` still reads
+//! every document of the namespace.
 //!
 //! Each operation reads what its decision depends on, applies the rules of [`protocol`], and writes each document
 //! it changes with one conditional write: an update whose filter is the `_id` and the `rev` it read (which MongoDB
@@ -179,9 +180,9 @@ fn unused_id(ns: &Namespace) -> String {
 /// others give a client that lost a race somewhere as good to go (see [`common::spread`]).
 const FREE_CANDIDATES: i64 = 8;
 
-/// How many slots one read for the lowest unused slot covers, from the hint on. Their documents are read whole
-/// and validated: when the hint is current they are the few written just above the lowest unused slot (by
-/// clients that spread after a lost race).
+/// How many documents one read for the lowest unused slot returns, from the hint on, in slot order. They are
+/// read whole and validated: when the hint is current they are the few written above the lowest unused slot
+/// (by clients that spread after a lost race, or that asked for a slot).
 const UNUSED_WINDOW: u32 = 256;
 
 /// The namespace's `lowest_unused` hint: a slot below which every slot has a document. Slot documents are never
@@ -295,7 +296,21 @@ struct Candidates {
     known: u64,
 }
 
+/// One document per slot, in slot order; where two reads saw one at different writes, the later write.
+fn one_per_slot(mut records: Vec<(SlotRecord, i64)>) -> Vec<(SlotRecord, i64)> {
+    records.sort_by_key(|(r, rev)| (r.slot, std::cmp::Reverse(*rev)));
+    records.dedup_by_key(|(r, _)| r.slot);
+    records
+}
+
 impl Candidates {
+    /// Adds documents read since.
+    fn add(&mut self, more: Vec<(SlotRecord, i64)>) {
+        let mut records = std::mem::take(&mut self.records);
+        records.extend(more);
+        self.records = one_per_slot(records);
+    }
+
     /// The never-used slots in the spread window past the lowest, of the range read.
     fn never_used(&self, bits: u8, raced: u32) -> Vec<u32> {
         common::never_used(bits, self.lowest_unused, raced, |s| {
@@ -570,11 +585,11 @@ impl MongoStore {
         Ok(UnusedHint(value.unwrap_or(0)))
     }
 
-    /// The lowest slot from `from` on without a document, with the documents read on the way: those of
-    /// [`UNUSED_WINDOW`] slots at a time (one read unless the hint is far behind), and any of a slot past the
-    /// namespace's `count` (refused when the documents are validated). Returns the slot (`count` or above when
-    /// every slot from `from` on has a document), the documents of the last read, and the end of the slots it
-    /// covered.
+    /// The lowest slot from `from` on without a document, with the documents read on the way: the next
+    /// [`UNUSED_WINDOW`] documents from a slot on, in slot order (one read unless the hint is far behind; a slot
+    /// past the namespace's among them is refused when they are validated). Returns the slot (`count` or above
+    /// when every slot from `from` on has a document), the documents of the last read, and the slot up to which
+    /// that read knows every document.
     async fn first_unused(
         &self,
         c: &Collection<Document>,
@@ -584,35 +599,33 @@ impl MongoStore {
     ) -> Result<(u64, Vec<(SlotRecord, i64)>, u64), StoreError> {
         let mut start = u64::from(from);
         loop {
-            let end = start + u64::from(self.window);
+            let filter = doc! { "slot": { "$gte": start as i64 } };
             let found = self
-                .find_slots(
-                    c,
-                    ns,
-                    doc! { "$or": [
-                        { "slot": { "$gte": start as i64, "$lt": end as i64 } },
-                        { "slot": { "$gte": count as i64 } },
-                    ] },
-                    doc! { "slot": 1 },
-                    0,
-                )
+                .find_slots(c, ns, filter, doc! { "slot": 1 }, i64::from(self.window))
                 .await?;
             let run = (start..)
                 .zip(found.iter())
                 .take_while(|&(s, (r, _))| s == u64::from(r.slot))
                 .count() as u64;
-            if start + run < end || end >= count {
-                return Ok((start + run, found, end));
+            let whole = found.len() < self.window as usize;
+            if run < found.len() as u64 || whole || start + run >= count {
+                let known = match found.last() {
+                    Some((r, _)) if !whole => u64::from(r.slot) + 1,
+                    _ => u64::MAX,
+                };
+                return Ok((start + run, found, known));
             }
-            start = end;
+            start += run;
         }
     }
 
-    /// What an acquisition decides on (see [`protocol::View`]), read through the indexes in four or five
-    /// queries at once: the owner key's documents and those whose last owner had the key; the preferred slot's;
-    /// the lowest free ones (released, or expired before `now`), the lowest of which that can start within the
-    /// tolerance is among them unless all are far ahead (then a sixth query reads it); the held one that expires
-    /// first; and the lowest slot without a document from `hint` on ([`MongoStore::first_unused`]).
+    /// What an acquisition decides on (see [`protocol::View`]), read in three or four queries at once, each
+    /// served by the store's indexes (every branch of an `$or` names the namespace): the documents of the owner's
+    /// key, as holder or as last holder; the preferred slot's; the lowest free ones (released, or expired before
+    /// `now`), among which is the lowest that can start within the tolerance unless all are far ahead (then one
+    /// more query reads it); and the documents from `hint` on up to the lowest slot without one
+    /// ([`MongoStore::first_unused`]). The held document that expires first matters only to an answer that every
+    /// slot is held: [`MongoStore::earliest_expiry`] reads it then.
     async fn read_view(
         &self,
         c: &Collection<Document>,
@@ -624,21 +637,18 @@ impl MongoStore {
     ) -> Result<Candidates, StoreError> {
         let key = request.owner.key.as_str();
         let count = 1u64 << record.bits;
-        let soon = now.saturating_add(record.tolerance_ms);
+        let soon = now.saturating_add(record.tolerance_ms).min(i64::MAX as u64);
+        let name = ns.encoded();
         let by_slot = || doc! { "slot": 1 };
-        let slots = || doc! { "$gte": 0_i64 };
+        let mine = doc! { "$or": [
+            { "ns": &name, "owner.key": key },
+            { "ns": &name, "last_owner_key": key },
+        ] };
         let free = || {
-            doc! { "slot": slots(), "$or": [
-                { "owner.key": Bson::Null },
-                { "expires_at": { "$lt": now as i64 } },
+            doc! { "$or": [
+                { "ns": &name, "owner.key": Bson::Null, "slot": { "$gte": 0_i64 } },
+                { "ns": &name, "expires_at": { "$lt": now as i64 }, "owner.key": { "$ne": Bson::Null } },
             ] }
-        };
-        let mine =
-            doc! { "slot": slots(), "$or": [{ "owner.key": key }, { "last_owner_key": key }] };
-        let held = doc! {
-            "slot": slots(),
-            "owner.key": { "$ne": Bson::Null },
-            "expires_at": { "$gte": now as i64 },
         };
         let preferred = async {
             match request.preferred_slot.filter(|&p| u64::from(p) < count) {
@@ -649,18 +659,17 @@ impl MongoStore {
                 None => Ok(Vec::new()),
             }
         };
-        let (mine, preferred, free_lowest, expiring, unused) = tokio::try_join!(
+        let (mine, preferred, free_lowest, unused) = tokio::try_join!(
             self.find_slots(c, ns, mine, by_slot(), 0),
             preferred,
             self.find_slots(c, ns, free(), by_slot(), self.free),
-            self.find_slots(c, ns, held, doc! { "expires_at": 1 }, 1),
             self.first_unused(c, ns, hint.0, count),
         )?;
         // The lowest free document that can start within the tolerance: the first such of the lowest free ones
         // read, or, when they were a full read's worth and none can, one more query.
         let ready = |r: &SlotRecord| r.next_floor <= soon;
-        let free_ready = if free_lowest.iter().any(|(r, _)| ready(r))
-            || (free_lowest.len() as i64) < self.free
+        let free_ready = if (free_lowest.len() as i64) < self.free
+            || free_lowest.iter().any(|(r, _)| ready(r))
         {
             Vec::new()
         } else {
@@ -670,20 +679,32 @@ impl MongoStore {
         };
         let (lowest, window, known) = unused;
         let used = window.iter().map(|(r, _)| r.slot).collect();
-        let mut records: Vec<(SlotRecord, i64)> =
-            [mine, preferred, free_lowest, free_ready, expiring, window]
-                .into_iter()
-                .flatten()
-                .collect();
-        // One document per slot; where two reads saw one at different writes, the later write.
-        records.sort_by_key(|(r, rev)| (r.slot, std::cmp::Reverse(*rev)));
-        records.dedup_by_key(|(r, _)| r.slot);
+        let records: Vec<(SlotRecord, i64)> = [mine, preferred, free_lowest, free_ready, window]
+            .into_iter()
+            .flatten()
+            .collect();
         Ok(Candidates {
-            records,
+            records: one_per_slot(records),
             lowest_unused: (lowest < count).then_some(lowest as u32),
             used,
             known,
         })
+    }
+
+    /// The held document of `ns` that expires first (the one an `Exhausted` answer names), if any.
+    async fn earliest_expiry(
+        &self,
+        c: &Collection<Document>,
+        ns: &Namespace,
+        now: u64,
+    ) -> Result<Vec<(SlotRecord, i64)>, StoreError> {
+        let held = doc! {
+            "slot": { "$gte": 0_i64 },
+            "expires_at": { "$gte": now.min(i64::MAX as u64) as i64 },
+            "owner.key": { "$ne": Bson::Null },
+        };
+        self.find_slots(c, ns, held, doc! { "expires_at": 1 }, 1)
+            .await
     }
 
     /// Reads a lease's namespace record and slot, and validates the slot against the namespace's bits.
@@ -884,12 +905,16 @@ impl LeaseStore for MongoStore {
                 protocol::acquire_in(namespace, &record, &decided, request, now).map(|g| (g, slots))
             };
             let (grant, slots) = match decide(&view, request) {
-                Err(StoreError::Exhausted { .. }) if hint.0 > 0 => {
+                Err(StoreError::Exhausted { .. }) => {
                     // Documents deleted by hand leave the hint too high: before answering that every slot is
-                    // held, look for slots without a document from slot 0.
-                    view = self
-                        .read_view(&c, namespace, &record, request, UnusedHint(0), now)
-                        .await?;
+                    // held, look for slots without a document from slot 0. The answer names the held document
+                    // that expires first: read it too.
+                    if hint.0 > 0 {
+                        view = self
+                            .read_view(&c, namespace, &record, request, UnusedHint(0), now)
+                            .await?;
+                    }
+                    view.add(self.earliest_expiry(&c, namespace, now).await?);
                     decide(&view, request)?
                 }
                 decided => decided?,
