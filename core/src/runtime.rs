@@ -106,6 +106,8 @@ impl Runtime {
     }
 
     /// An id from the first lane after `current` (in turn) that has one without a wait; it becomes current.
+    #[cold]
+    #[inline(never)]
     fn try_other_lanes(&self, current: usize) -> Option<Id> {
         let k = self.lanes.len();
         (1..k).map(|d| (current + d) % k).find_map(|i| {
@@ -128,7 +130,7 @@ impl Runtime {
     /// assert_eq!(rt.layout().decompose(id)?.slot, u64::from(rt.status().slot));
     /// # Ok::<(), cosid::Error>(())
     /// ```
-    #[inline]
+    #[inline(always)]
     pub fn try_next_id(&self) -> Option<Id> {
         let current = self.current.load(Ordering::Relaxed);
         match self.lanes[current].generator.try_next_id() {

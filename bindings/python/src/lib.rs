@@ -16,6 +16,7 @@ use crate::args::Settings;
 use crate::errors::from_core;
 use crate::layout::PyLayout;
 use cosid::{Id, Status};
+use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
@@ -112,21 +113,71 @@ fn fill_global(py: Python<'_>, n: usize) -> PyResult<Vec<Id>> {
     })
 }
 
-/// Issues one id from the process-wide runtime, starting it on first use from ``cosid.configure()`` or the
-/// ``COSID_*`` environment. Safe from any number of threads, and in forked children (each gets its own slot).
-#[pyfunction]
-fn next_id(py: Python<'_>) -> PyResult<u64> {
-    guard(py, || {
-        if let Some(id) = process::global().try_next_id() {
-            return Ok(id.as_u64());
-        }
-        next_id_slow(py)
-    })
+/// `cosid.next_id()` as the interpreter calls it (`METH_NOARGS`), without PyO3's trampoline: the fast path is the
+/// holder's `try_next_id` and one int, the slow path (start, wait, error) goes through PyO3 as any other function.
+/// About a tenth of the call; see docs/performance.md.
+///
+/// # Safety
+///
+/// Called by the interpreter, with the GIL held.
+unsafe extern "C" fn next_id(
+    _module: *mut ffi::PyObject,
+    _no_args: *mut ffi::PyObject,
+) -> *mut ffi::PyObject {
+    // No panic may unwind into the interpreter; the slow path reports one as an exception.
+    if let Ok(Some(id)) = std::panic::catch_unwind(|| process::global().try_next_id()) {
+        // SAFETY: the GIL is held (the interpreter called us).
+        return unsafe { ffi::PyLong_FromUnsignedLongLong(id.as_u64()) };
+    }
+    next_id_slow()
 }
 
 #[cold]
-fn next_id_slow(py: Python<'_>) -> PyResult<u64> {
-    process::on_global(py, cosid::host::Holder::next_id).map(Id::as_u64)
+#[inline(never)]
+fn next_id_slow() -> *mut ffi::PyObject {
+    Python::attach(|py| {
+        match guard(py, || {
+            process::on_global(py, cosid::host::Holder::next_id).map(Id::as_u64)
+        }) {
+            Ok(id) => id
+                .into_pyobject(py)
+                .map_or(std::ptr::null_mut(), |o| o.into_ptr()),
+            Err(e) => {
+                e.restore(py);
+                std::ptr::null_mut()
+            }
+        }
+    })
+}
+
+/// The method table entry of [`next_id`]: Python keeps a pointer to it for the function's life.
+struct MethodDef(ffi::PyMethodDef);
+
+// SAFETY: the entry is never written after it is built; its pointers are to static strings and a function.
+unsafe impl Sync for MethodDef {}
+
+static NEXT_ID: MethodDef = MethodDef(ffi::PyMethodDef {
+    ml_name: c"next_id".as_ptr(),
+    ml_meth: ffi::PyMethodDefPointer { PyCFunction: next_id },
+    ml_flags: ffi::METH_NOARGS,
+    ml_doc: c"next_id()\n--\n\nIssues one id from the process-wide runtime, starting it on first use from \
+``cosid.configure()`` or the\n``COSID_*`` environment. Safe from any number of threads, and in forked children \
+(each gets its own slot)."
+        .as_ptr(),
+});
+
+/// Adds [`next_id`] to the module `m`.
+fn add_next_id(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = m.py();
+    // SAFETY: `NEXT_ID` is static and never written (CPython only reads the entry); the module is alive.
+    let f = unsafe {
+        let def = std::ptr::addr_of!(NEXT_ID.0).cast_mut();
+        Bound::from_owned_ptr_or_err(
+            py,
+            ffi::PyCFunction_NewEx(def, m.as_ptr(), m.name()?.as_ptr()),
+        )?
+    };
+    m.add("next_id", f)
 }
 
 /// ``n`` ids (``0 <= n <= 10_000_000``) from the process-wide runtime, in increasing order, as a list of ints.
@@ -347,7 +398,7 @@ fn _cosid(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("MAX_BATCH", args::MAX_BATCH)?;
     m.add_class::<PyLayout>()?;
     m.add_class::<runtime::PyRuntime>()?;
-    m.add_function(wrap_pyfunction!(next_id, m)?)?;
+    add_next_id(m)?;
     m.add_function(wrap_pyfunction!(next_ids, m)?)?;
     m.add_function(wrap_pyfunction!(next_ids_array, m)?)?;
     m.add_function(wrap_pyfunction!(configure, m)?)?;

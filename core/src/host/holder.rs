@@ -16,8 +16,8 @@
 //!   or on the starting thread for the first events) fails with `REENTRANT`, naming the call and the event: an id
 //!   call may have to wait for that very thread, and a shutdown would join it.
 //!
-//! The hot path is a load of the generation, a load of the runtime (`arc_swap`) and the generator's lock-free
-//! `try_next_id`. Everything else runs under a lock that a fork cannot leave held (a lock word tagged with the
+//! The hot path is a load of the generation and of the epoch, the runtime (the holder's first one, pinned for its
+//! life; a later one from a per-thread cache) and the generator's lock-free `try_next_id`. Everything else runs under a lock that a fork cannot leave held (a lock word tagged with the
 //! fork generation: one held by a parent's thread, which does not exist in the child, is free there).
 
 use super::code::{ErrorCode, HostError};
@@ -31,7 +31,7 @@ use crate::runtime::{Builder, Runtime};
 use arc_swap::ArcSwapOption;
 use std::cell::{Cell, RefCell};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 /// The process-wide log listener (see [`set_log`]).
@@ -78,6 +78,9 @@ pub struct Holder {
     current: ArcSwapOption<Runtime>,
     /// `current`'s epoch: unique in the process (from [`NEXT_EPOCH`]), 0 for none. Changed after `current`.
     epoch: AtomicU64,
+    /// The first runtime this holder started, kept (sealed once shut down) for the holder's life: while it is
+    /// `current`, the fast path reads it with plain loads, no thread-local and no arc-swap (see `try_next_id`).
+    pinned: OnceLock<Pinned>,
     /// 0 when free, `generation << 1 | 1` while a thread of that generation holds it.
     lock: AtomicU64,
     /// Replaced whole, only under `lock`; `None` is a fresh holder that reads the environment.
@@ -100,6 +103,22 @@ thread_local! {
     /// generation it was cached in. Reading it costs a thread-local access and a compare, where loading
     /// `Holder::current` costs arc-swap's protocol (about 8 ns a call): see `try_next_id`.
     static FAST: RefCell<Option<Cached>> = const { RefCell::new(None) };
+}
+
+/// [`Holder::pinned`]: a runtime with its epoch and the fork generation it was started in.
+struct Pinned {
+    epoch: u64,
+    generation: u64,
+    runtime: Arc<Runtime>,
+}
+
+impl Drop for Pinned {
+    fn drop(&mut self) {
+        if self.generation != fork::generation() {
+            // A parent's runtime, copied into a forked child: never dropped here (see `abandon`).
+            std::mem::forget(self.runtime.clone());
+        }
+    }
 }
 
 /// An entry of [`FAST`].
@@ -135,6 +154,7 @@ impl Holder {
             generation: AtomicU64::new(0),
             current: ArcSwapOption::const_empty(),
             epoch: AtomicU64::new(0),
+            pinned: OnceLock::new(),
             lock: AtomicU64::new(0),
             slow: ArcSwapOption::const_empty(),
         }
@@ -171,14 +191,22 @@ impl Holder {
     /// loads and the generator's fast path. `None` means "call [`next_id`](Self::next_id)" (for bindings that
     /// release a lock, such as Python's GIL, only around calls that may wait).
     ///
-    /// The runtime comes from this thread's cache when its epoch is the holder's; the first call on a thread (or
-    /// after the holder starts another runtime) loads `current` and caches it.
-    #[inline]
+    /// The runtime is the pinned one when its epoch is the holder's (the holder's first runtime: no thread-local
+    /// access), else this thread's cache when its epoch is the holder's; the first call on a thread (or after the
+    /// holder starts another runtime) loads `current` and caches it.
+    #[inline(always)]
     pub fn try_next_id(&self) -> Option<Id> {
         if self.generation.load(Ordering::Acquire) != fork::generation() {
             return None;
         }
         let epoch = self.epoch.load(Ordering::Acquire);
+        // The common case, one runtime for the holder's life: no thread-local access (in a shared library, a call
+        // to `__tls_get_addr`). `pinned` is set before the epoch that names it is published.
+        if let Some(p) = self.pinned.get() {
+            if p.epoch == epoch {
+                return p.runtime.try_next_id();
+            }
+        }
         let cached = FAST.try_with(|fast| match fast.try_borrow() {
             Ok(fast) => match fast.as_ref() {
                 Some(c) if c.epoch == epoch => Some(c.runtime.try_next_id()),
@@ -445,10 +473,15 @@ impl Holder {
             // A sealed runtime of this process: dropping it (when its last user does) is harmless.
             drop(old);
         }
-        self.epoch.store(
-            NEXT_EPOCH.fetch_add(1, Ordering::Relaxed),
-            Ordering::Release,
-        );
+        let epoch = NEXT_EPOCH.fetch_add(1, Ordering::Relaxed);
+        // Only the holder's first runtime is pinned: a later one (after a shutdown and a configure, or in a
+        // forked child) goes through the threads' caches instead.
+        let _ = self.pinned.set(Pinned {
+            epoch,
+            generation: fork::generation(),
+            runtime: rt.clone(),
+        });
+        self.epoch.store(epoch, Ordering::Release);
         self.generation.store(fork::generation(), Ordering::Release);
         next.state = State::Running;
         self.slow.store(Some(Arc::new(next)));
