@@ -1,11 +1,15 @@
 //! The Rust API's figures for the C benchmark (`tests/c/bench.sh` runs both): `Runtime::next_id` in bursts of
 //! 1,000 ids below the cap, and sustained as a percent of the cap, measured as `tests/c/bench.c` measures the C
-//! API. Prints figures, asserts nothing.
+//! API; the holder's fast path (what the C exports call), and ferroid's `AtomicSnowflakeGenerator` (the fastest
+//! Rust peer, a clock cached by a ticker thread) the same way. Prints figures, asserts nothing.
 //!
 //! `cargo bench -p cosid-ffi --bench rust_next_id [-- SECONDS]`
 
 use cosid_core::host::{Holder, Settings};
-use cosid_core::{Id, Runtime};
+use cosid_core::Runtime;
+use ferroid::generator::AtomicSnowflakeGenerator;
+use ferroid::id::SnowflakeTwitterId;
+use ferroid::time::{MonotonicClock, TWITTER_EPOCH};
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
@@ -42,6 +46,11 @@ fn main() {
             .or_else(|| holder.next_id().ok())
             .expect("an id")
     });
+    let ferroid: AtomicSnowflakeGenerator<SnowflakeTwitterId, MonotonicClock> =
+        AtomicSnowflakeGenerator::new(1, MonotonicClock::with_epoch(TWITTER_EPOCH));
+    bursts_of("ferroid (Rust peer)", bursts, || {
+        ferroid.next_id(|_| std::thread::yield_now())
+    });
 
     let start = Instant::now();
     let end = Duration::from_secs_f64(seconds);
@@ -64,7 +73,7 @@ fn main() {
 }
 
 /// Bursts of 1,000 ids, each right after a millisecond edge: prints the mean and the median ns per id.
-fn bursts_of(name: &str, bursts: usize, mut next: impl FnMut() -> Id) {
+fn bursts_of<T>(name: &str, bursts: usize, mut next: impl FnMut() -> T) {
     let mut per_id = Vec::with_capacity(bursts);
     let mut total = Duration::ZERO;
     for _ in 0..bursts {

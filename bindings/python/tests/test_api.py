@@ -19,6 +19,19 @@ def test_next_id_is_a_positive_increasing_int() -> None:
     assert len(set(ids)) == len(ids)
 
 
+def test_next_id_is_a_documented_function_of_no_arguments() -> None:
+    # A plain C function (METH_NOARGS), not a PyO3 one: its signature, doc and module are set by hand.
+    import inspect
+
+    assert str(inspect.signature(cosid.next_id)) == "()"
+    assert cosid.next_id.__module__ == "cosid._cosid"
+    assert (cosid.next_id.__doc__ or "").startswith("Issues one id from the process-wide runtime")
+    with pytest.raises(TypeError, match="takes no arguments"):
+        cosid.next_id(1)  # type: ignore[call-arg]
+    with pytest.raises(TypeError):
+        cosid.next_id(n=1)  # type: ignore[call-arg]
+
+
 def test_next_ids_returns_increasing_unique_ints() -> None:
     ids = cosid.next_ids(10_000)
     assert isinstance(ids, list) and len(ids) == 10_000
