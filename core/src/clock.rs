@@ -82,6 +82,13 @@ pub(crate) fn system_cached_ms() -> u64 {
     cache::now_ms()
 }
 
+/// The system clock's cached reading, `None` when stale (then [`system_cached_ms`] reads the clock and wakes
+/// the ticker).
+#[inline(always)]
+pub(crate) fn system_cached_ms_if_fresh() -> Option<u64> {
+    cache::fresh_ms()
+}
+
 /// For a child process after `fork()`: forgets the parent's cached time (its ticker thread does not exist here),
 /// so the next id reads the clock and starts a ticker of the child's own. Async-signal-safe: atomic stores only.
 /// The host layer's fork hook runs it; without the hook, a runtime started in the child notices the new process
@@ -152,6 +159,14 @@ mod cache {
             v
         } else {
             refresh()
+        }
+    }
+
+    #[inline(always)]
+    pub(super) fn fresh_ms() -> Option<u64> {
+        match MS.load(Ordering::Relaxed) {
+            0 => None,
+            v => Some(v),
         }
     }
 

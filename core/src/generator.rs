@@ -12,6 +12,7 @@
 use crate::clock::Clock;
 use crate::error::Error;
 use crate::id::{Id, Layout};
+use std::num::NonZeroU64;
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -62,7 +63,8 @@ pub struct Generator {
     system_clock: bool,
     waits: Waits,
     epoch_ms: u64,
-    tick_ms: u64,
+    /// Never 0: a division by it needs no check on the hot path.
+    tick_ms: NonZeroU64,
     tick_shift: u32,
     slot_shift: u32,
     seq_max: u64,
@@ -95,7 +97,7 @@ impl Generator {
         let slot_bits = u32::from(layout.slot_bits());
         Self {
             epoch_ms: layout.epoch_ms(),
-            tick_ms: layout.tick().millis(),
+            tick_ms: NonZeroU64::new(layout.tick().millis()).unwrap_or(NonZeroU64::MIN),
             tick_shift: seq_bits + slot_bits,
             slot_shift: seq_bits,
             seq_max: layout.max_sequence(),
@@ -132,9 +134,24 @@ impl Generator {
     /// GIL) only around calls that may wait.
     #[inline]
     pub fn try_next_id(&self) -> Option<Id> {
+        self.try_next_id_at(self.cached_now())
+    }
+
+    /// [`try_next_id`](Self::try_next_id) that calls nothing: `None` also when the clock is not the system clock
+    /// or its cached reading is stale. For an export's first attempt, so that it needs no stack frame.
+    #[inline(always)]
+    pub(crate) fn try_next_id_leaf(&self) -> Option<Id> {
+        if !self.system_clock {
+            return None;
+        }
+        self.try_next_id_at(crate::clock::system_cached_ms_if_fresh()?)
+    }
+
+    #[inline(always)]
+    fn try_next_id_at(&self, now_ms: u64) -> Option<Id> {
         let w = self.word.load(Ordering::Acquire);
         if w & CLOSED == 0 {
-            let now_tick = self.tick_of(self.cached_now());
+            let now_tick = self.tick_of(now_ms);
             let last_tick = w >> self.tick_shift;
             let (tick, next) = if now_tick > last_tick {
                 (
@@ -407,7 +424,7 @@ impl Generator {
     #[inline]
     fn tick_of(&self, now_ms: u64) -> u64 {
         let t = now_ms.saturating_sub(self.epoch_ms);
-        let tick = if self.tick_ms == 1 {
+        let tick = if self.tick_ms.get() == 1 {
             t
         } else {
             t / self.tick_ms
@@ -418,11 +435,11 @@ impl Generator {
     }
 
     fn tick_start(&self, tick: u64) -> u64 {
-        self.epoch_ms + tick * self.tick_ms
+        self.epoch_ms + tick * self.tick_ms.get()
     }
 
     fn tick_end(&self, tick: u64) -> u64 {
-        self.tick_start(tick) + self.tick_ms - 1
+        self.tick_start(tick) + self.tick_ms.get() - 1
     }
 
     /// `[lo, hi_end)` in ticks: tick `T` is allowed iff its first ms is above the floor and its last ms is at most

@@ -117,6 +117,14 @@ impl Runtime {
         })
     }
 
+    /// The only lane, with one slot.
+    pub(crate) fn single_lane(&self) -> Option<Arc<Shared>> {
+        match &*self.lanes {
+            [lane] => Some(lane.clone()),
+            _ => None,
+        }
+    }
+
     /// Issues one id if that needs neither a wait nor an error; `None` means "call
     /// [`next_id`](Self::next_id)", which may wait or return the error. For bindings that release a lock (Python's
     /// GIL) only around calls that may wait.

@@ -34,7 +34,46 @@ fn a_holder_made_after_another_is_freed_never_issues_from_the_freed_ones_runtime
         );
         let id = second.try_next_id().unwrap();
         assert_eq!(slot_of(&second, id), 9, "round {round}");
+        if let Some(id) = second.try_next_id_leaf() {
+            assert_eq!(slot_of(&second, id), 9, "round {round}: the leaf path");
+        }
     }
+}
+
+#[test]
+fn the_leaf_path_issues_from_the_pinned_runtime_only() {
+    let h = Holder::new(settings("manual:5", "fast-leaf"));
+    h.next_id().unwrap();
+    // The clock's cache is fresh right after an id, but the ticker may be probing it: a few tries.
+    let id = (0..100)
+        .find_map(|_| {
+            let id = h.try_next_id_leaf();
+            if id.is_none() {
+                h.next_id().unwrap(); // reads the clock and refreshes the cache
+            }
+            id
+        })
+        .expect("the leaf path never issued from the holder's first runtime");
+    assert_eq!(slot_of(&h, id), 5);
+    h.shutdown().unwrap();
+    assert!(h.try_next_id_leaf().is_none(), "issued after shutdown");
+    h.configure(settings("manual:7", "fast-leaf")).unwrap();
+    h.next_id().unwrap();
+    for _ in 0..100 {
+        if let Some(id) = h.try_next_id_leaf() {
+            assert_eq!(
+                slot_of(&h, id),
+                7,
+                "the leaf path issued from the replaced runtime"
+            );
+        }
+    }
+    // Several slots: the leaf path declines (the holder's other paths spread ids over the slots).
+    let mut two = settings("memory:", "fast-leaf-k");
+    two.set("slots", "2").unwrap();
+    let k = Holder::new(two);
+    k.next_id().unwrap();
+    assert!(k.try_next_id_leaf().is_none());
 }
 
 #[test]
@@ -56,6 +95,7 @@ fn a_holder_configured_again_issues_from_its_new_runtime_on_every_thread() {
     assert_eq!(slot_of(&h, h.next_id().unwrap()), 4);
     h.shutdown().unwrap();
     assert!(h.try_next_id().is_none(), "issued after shutdown");
+    assert!(h.try_next_id_leaf().is_none(), "issued after shutdown");
     h.configure(settings("manual:6", "fast-c")).unwrap();
     assert_eq!(slot_of(&h, h.next_id().unwrap()), 6);
     // The worker's cache still names the first runtime.

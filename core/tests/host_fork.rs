@@ -52,6 +52,10 @@ fn a_child_never_issues_on_a_slot_it_did_not_acquire() {
             h.try_next_id().is_none(),
             "{name}: the fast path issued after a fork"
         );
+        assert!(
+            h.try_next_id_leaf().is_none(),
+            "{name}: the leaf path issued after a fork"
+        );
         match expected {
             Some(code) => {
                 let e = h.next_id().unwrap_err();

@@ -40,6 +40,22 @@ fn global() -> &'static Holder {
 /// `out_id` points to a writable `uint64_t`.
 #[no_mangle]
 pub unsafe extern "C" fn cosid_next_id(out_id: *mut u64) -> cosid_result {
+    if !out_id.is_null() {
+        if let Some(id) = host::global().try_next_id_leaf() {
+            // SAFETY: `out_id` is not NULL and the caller passes a writable `uint64_t`.
+            unsafe { out_id.write(id.as_u64()) };
+            return cosid_result::Ok;
+        }
+    }
+    // SAFETY: the caller's contract.
+    unsafe { next_id_full(out_id) }
+}
+
+/// # Safety
+///
+/// As `cosid_next_id`.
+#[inline(never)]
+unsafe fn next_id_full(out_id: *mut u64) -> cosid_result {
     guard::call_fast(
         || match Some(host::global())
             .filter(|_| !out_id.is_null())

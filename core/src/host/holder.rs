@@ -26,7 +26,7 @@ use super::settings::{Listener, OnFork, Settings};
 use super::store_value::ForkRule;
 use crate::event::Event;
 use crate::id::{Id, Layout};
-use crate::keeper::Status;
+use crate::keeper::{Shared, Status};
 use crate::runtime::{Builder, Runtime};
 use arc_swap::ArcSwapOption;
 use std::cell::{Cell, RefCell};
@@ -110,6 +110,8 @@ struct Pinned {
     epoch: u64,
     generation: u64,
     runtime: Arc<Runtime>,
+    /// The runtime's only lane, with one slot: the export's first attempt reads its generator one load sooner.
+    lane: Option<Arc<Shared>>,
 }
 
 impl Drop for Pinned {
@@ -117,6 +119,7 @@ impl Drop for Pinned {
         if self.generation != fork::generation() {
             // A parent's runtime, copied into a forked child: never dropped here (see `abandon`).
             std::mem::forget(self.runtime.clone());
+            std::mem::forget(self.lane.clone());
         }
     }
 }
@@ -204,7 +207,10 @@ impl Holder {
         // to `__tls_get_addr`). `pinned` is set before the epoch that names it is published.
         if let Some(p) = self.pinned.get() {
             if p.epoch == epoch {
-                return p.runtime.try_next_id();
+                return match &p.lane {
+                    Some(lane) => lane.generator.try_next_id(),
+                    None => p.runtime.try_next_id(),
+                };
             }
         }
         let cached = FAST.try_with(|fast| match fast.try_borrow() {
@@ -218,6 +224,22 @@ impl Holder {
             Ok(Some(id)) => id,
             _ => self.try_next_id_caching(epoch),
         }
+    }
+
+    /// [`try_next_id`](Self::try_next_id) that calls no function, for an export's first attempt (which then needs
+    /// no stack frame, and its loads start one level sooner): only the pinned runtime with one slot, only on the
+    /// system clock while its cached reading is fresh. `None` means "call `try_next_id`". The window check is the
+    /// generator's, as on every path.
+    #[inline(always)]
+    pub fn try_next_id_leaf(&self) -> Option<Id> {
+        if self.generation.load(Ordering::Acquire) != fork::generation() {
+            return None;
+        }
+        let p = self.pinned.get()?;
+        if p.epoch != self.epoch.load(Ordering::Acquire) {
+            return None;
+        }
+        p.lane.as_ref()?.generator.try_next_id_leaf()
     }
 
     /// [`try_next_id`](Self::try_next_id) through `current`, caching it for this thread.
@@ -480,6 +502,7 @@ impl Holder {
             epoch,
             generation: fork::generation(),
             runtime: rt.clone(),
+            lane: rt.single_lane(),
         });
         self.epoch.store(epoch, Ordering::Release);
         self.generation.store(fork::generation(), Ordering::Release);
