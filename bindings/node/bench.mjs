@@ -81,7 +81,7 @@ for (const n of [1000, 4000]) {
   row(`cosid nextIds(${n})`, bursts(() => cosid.nextIds(n), n), 'per id, BigUint64Array')
 }
 const rt = await cosid.Runtime.create({ store: 'memory:', namespace: 'bench-class' })
-row('cosid Runtime#nextId()', bursts(loop(() => rt.nextId(), BURST), BURST), 'class method')
+row('cosid Runtime#nextId()', bursts(loop(() => rt.nextId(), BURST), BURST), 'own function')
 const safe = await cosid.Runtime.create({ store: 'memory:', namespace: 'bench-safe', layout: 'js-safe' })
 row('cosid Runtime#nextIdNumber()', bursts(loop(() => safe.nextIdNumber(), 100), 100), 'js-safe: 128 ids/ms cap')
 

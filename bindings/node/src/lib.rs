@@ -7,6 +7,7 @@
 mod args;
 mod errors;
 mod events;
+mod fast;
 mod global;
 mod guard;
 mod runtime;

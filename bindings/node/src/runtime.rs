@@ -1,16 +1,17 @@
 //! `Runtime`: a runtime under the caller's control, for a second namespace, a test, or an explicit lifetime.
 //!
-//! Method calls cost more than the free functions (napi-rs unwraps `this` on every call), so the process-wide
-//! `nextId()` stays the fastest path; a `Runtime` is for control, not speed.
+//! A method call through napi-rs unwraps `this`, checks its type tag and registers a borrow of it on every call
+//! (about 200 ns), so `nextId` is also an own property of each runtime, made with the raw API (`crate::fast`).
+//! The other methods keep napi-rs's path.
 
-use crate::errors::{from_host, OrThrow, Thrown};
+use crate::errors::{coded, from_host, OrThrow, Thrown};
 use crate::events::Subscribers;
 use crate::guard::{call, Guarded, Job};
 use crate::values::{ids_array, IdParts, LayoutInfo, Raw, StatusInfo};
 use crate::{args, global};
 use cosid::host::{Holder, Settings};
 use napi::bindgen_prelude::ObjectFinalize;
-use napi::bindgen_prelude::{AsyncTask, Unknown};
+use napi::bindgen_prelude::{AsyncTask, JavaScriptClassExt, Unknown};
 use napi::Env;
 use napi_derive::napi;
 use std::sync::Arc;
@@ -165,7 +166,7 @@ pub struct CreateRuntime {
 
 impl Job for CreateRuntime {
     type Output = (Arc<Holder>, cosid::Layout, Arc<Subscribers>);
-    type JsValue = Runtime;
+    type JsValue = Raw;
 
     fn compute(&mut self) -> Result<Self::Output, Thrown> {
         let holder = Arc::new(Holder::new(self.settings.clone()));
@@ -177,16 +178,17 @@ impl Job for CreateRuntime {
         Ok((holder, layout, events))
     }
 
-    fn resolve(
-        &mut self,
-        _: &Env,
-        (inner, layout, events): Self::Output,
-    ) -> Result<Runtime, Thrown> {
-        Ok(Runtime {
+    fn resolve(&mut self, env: &Env, (inner, layout, events): Self::Output) -> Result<Raw, Thrown> {
+        let holder = inner.clone();
+        let instance = Runtime {
             inner,
             layout,
             events,
-        })
+        }
+        .into_instance(env)
+        .map_err(|e| coded("PANIC", e.reason))?;
+        crate::fast::own_next_id(env, instance.value, holder)?;
+        Ok(Raw::of(instance.value))
     }
 }
 

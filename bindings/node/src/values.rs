@@ -45,6 +45,15 @@ impl Raw {
     }
 }
 
+impl TypeName for Raw {
+    fn type_name() -> &'static str {
+        "object"
+    }
+    fn value_type() -> ValueType {
+        ValueType::Object
+    }
+}
+
 impl ToNapiValue for Raw {
     // The value was made in the same call, on the same environment, and is still in its handle scope.
     unsafe fn to_napi_value(_: sys::napi_env, val: Self) -> napi::Result<sys::napi_value> {

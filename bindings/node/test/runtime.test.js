@@ -137,3 +137,57 @@ test('status() reports the lease', async () => {
     await rt.close()
   }
 })
+
+// `rt.nextId` is a function of its own (docs/node.md, "Speed"), not napi-rs's method: what the method did must
+// still hold, and the function must keep its runtime alive on its own.
+test('rt.nextId works detached, throws CLOSED after close, and keeps its runtime alive', async () => {
+  const rt = await Runtime.create({ store: 'memory:', namespace: 'own-next-id' })
+  assert.ok(Object.hasOwn(rt, 'nextId'))
+  assert.ok(!Object.keys(rt).includes('nextId'), 'nextId is not enumerable')
+  const next = rt.nextId
+  const ids = [rt.nextId(), next(), next.call(undefined), rt.nextId(1, 2, 3)]
+  for (const id of ids) assert.equal(typeof id, 'bigint')
+  assert.equal(assertUnique(assert, ids), 4)
+  assert.equal(rt.parse(next()).slot, rt.status().slot)
+  await rt.close()
+  assert.throws(() => next(), (e) => e instanceof Error && e.code === 'CLOSED')
+  assert.throws(() => rt.nextId(), (e) => e instanceof Error && e.code === 'CLOSED')
+
+  // In a child with the collector exposed: the runtime object is collected (its finalizer ran), and the
+  // detached function still issues on its lease, which the function alone keeps.
+  const r = await runNode(
+    [
+      '--expose-gc',
+      '-e',
+      `const { Runtime } = require('.')
+       ;(async () => {
+         let collected = 'no'
+         const registry = new FinalizationRegistry((what) => (collected = what))
+         await (async () => {
+           const rt = await Runtime.create({ store: 'memory:', namespace: 'detached' })
+           globalThis.next = rt.nextId
+           registry.register(rt, 'rt')
+         })()
+         for (let i = 0; i < 100 && collected === 'no'; i++) {
+           gc()
+           await new Promise((resolve) => setTimeout(resolve, 20))
+         }
+         gc()
+         const ids = new Set()
+         for (let i = 0; i < 10000; i++) ids.add(next())
+         console.log(JSON.stringify({ collected, unique: ids.size }))
+       })()`,
+    ],
+    { timeoutMs: 30_000 },
+  )
+  assert.equal(r.code, 0, r.stderr)
+  assert.deepEqual(JSON.parse(r.stdout), { collected: 'rt', unique: 10000 })
+})
+
+test('the process-wide nextId is a plain function: detached calls work', async () => {
+  const r = await runNode(['-e', `const { nextId } = require('.'); const f = nextId; console.log(typeof f.call(null), typeof f())`], {
+    env: { COSID_STORE: 'memory:' },
+  })
+  assert.equal(r.code, 0, r.stderr)
+  assert.equal(r.stdout.trim(), 'bigint bigint')
+})
