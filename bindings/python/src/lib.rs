@@ -150,8 +150,9 @@ fn next_id_slow() -> *mut ffi::PyObject {
     })
 }
 
-/// The method table entry of [`next_id`]: Python keeps a pointer to it for the function's life.
-struct MethodDef(ffi::PyMethodDef);
+/// A method table entry of a plain function ([`next_id`], `Runtime.next_id`): Python keeps a pointer to it for
+/// the function's life.
+pub(crate) struct MethodDef(pub(crate) ffi::PyMethodDef);
 
 // SAFETY: the entry is never written after it is built; its pointers are to static strings and a function.
 unsafe impl Sync for MethodDef {}
@@ -398,6 +399,7 @@ fn _cosid(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("MAX_BATCH", args::MAX_BATCH)?;
     m.add_class::<PyLayout>()?;
     m.add_class::<runtime::PyRuntime>()?;
+    m.add_function(wrap_pyfunction!(runtime::_bind_next_id, m)?)?;
     add_next_id(m)?;
     m.add_function(wrap_pyfunction!(next_ids, m)?)?;
     m.add_function(wrap_pyfunction!(next_ids_array, m)?)?;

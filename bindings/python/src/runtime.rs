@@ -153,6 +153,108 @@ impl PyRuntime {
     }
 }
 
+/// `rt.next_id` as the interpreter calls it: a plain `METH_NOARGS` function whose `self` is a capsule holding the
+/// runtime's holder, made for each `cosid.Runtime` by its `__init__` (the `_bind_next_id` below) and stored in the
+/// instance's `__dict__`, where it shadows the method. PyO3's method trampoline (its GIL count, its panic frame,
+/// the type check of `self`) was a fifth of the call. The fast path is the holder's `try_next_id` and one int;
+/// the slow path is the method's own. After the runtime is dropped its holder is shut down (see `Drop`), so a
+/// function kept past it raises `ClosedError`; the capsule only keeps the holder's memory.
+#[pyfunction]
+pub(crate) fn _bind_next_id<'py>(rt: &Bound<'py, PyRuntime>) -> PyResult<Bound<'py, PyAny>> {
+    let py = rt.py();
+    crate::guard(py, || {
+        let holder = Arc::into_raw(rt.get().holder.clone()).cast_mut().cast();
+        // SAFETY: `holder` is a leaked `Arc<Holder>` that the capsule's destructor releases; the name is static.
+        let capsule = unsafe {
+            Bound::from_owned_ptr_or_err(
+                py,
+                pyo3::ffi::PyCapsule_New(holder, CAPSULE.as_ptr(), Some(release_holder)),
+            )
+        };
+        let capsule = match capsule {
+            Ok(c) => c,
+            Err(e) => {
+                // SAFETY: no capsule took it.
+                drop(unsafe { Arc::from_raw(holder.cast::<Holder>()) });
+                return Err(e);
+            }
+        };
+        // SAFETY: `NEXT_ID` is static and never written; the capsule is alive (the function takes a reference).
+        unsafe {
+            let def = std::ptr::addr_of!(NEXT_ID.0).cast_mut();
+            Bound::from_owned_ptr_or_err(
+                py,
+                pyo3::ffi::PyCFunction_NewEx(def, capsule.as_ptr(), std::ptr::null_mut()),
+            )
+        }
+    })
+}
+
+const CAPSULE: &std::ffi::CStr = c"cosid.Runtime.holder";
+
+static NEXT_ID: crate::MethodDef = crate::MethodDef(pyo3::ffi::PyMethodDef {
+    ml_name: c"next_id".as_ptr(),
+    ml_meth: pyo3::ffi::PyMethodDefPointer { PyCFunction: next_id },
+    ml_flags: pyo3::ffi::METH_NOARGS,
+    ml_doc: c"next_id()\n--\n\nIssues one id. Waits (with the GIL released) when the current millisecond's \
+sequence is used up or the\nlease window needs a renewal; raises a ``CosidError`` subclass when it cannot issue."
+        .as_ptr(),
+});
+
+/// The function `_bind_next_id` makes.
+///
+/// # Safety
+///
+/// Called by the interpreter, with the GIL held, `capsule` being the function's `self`.
+unsafe extern "C" fn next_id(
+    capsule: *mut pyo3::ffi::PyObject,
+    _no_args: *mut pyo3::ffi::PyObject,
+) -> *mut pyo3::ffi::PyObject {
+    // SAFETY: the GIL is held; a capsule of another name (never ours) sets an exception and returns NULL.
+    let holder = unsafe { pyo3::ffi::PyCapsule_GetPointer(capsule, CAPSULE.as_ptr()) };
+    if holder.is_null() {
+        return std::ptr::null_mut();
+    }
+    // SAFETY: the capsule holds a leaked `Arc<Holder>` until its destructor, after the function's last call.
+    let holder = unsafe { &*holder.cast::<Holder>() };
+    // No panic may unwind into the interpreter; the slow path reports one as an exception.
+    if let Ok(Some(id)) =
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| holder.try_next_id()))
+    {
+        // SAFETY: the GIL is held (the interpreter called us).
+        return unsafe { pyo3::ffi::PyLong_FromUnsignedLongLong(id.as_u64()) };
+    }
+    next_id_slow(holder)
+}
+
+#[cold]
+#[inline(never)]
+fn next_id_slow(holder: &Holder) -> *mut pyo3::ffi::PyObject {
+    Python::attach(|py| {
+        match crate::guard(py, || detached(py, holder, Holder::next_id).map(Id::as_u64)) {
+            Ok(id) => id
+                .into_pyobject(py)
+                .map_or(std::ptr::null_mut(), |o| o.into_ptr()),
+            Err(e) => {
+                e.restore(py);
+                std::ptr::null_mut()
+            }
+        }
+    })
+}
+
+/// The capsule's destructor: releases its holder reference.
+unsafe extern "C" fn release_holder(capsule: *mut pyo3::ffi::PyObject) {
+    let _ = std::panic::catch_unwind(|| {
+        // SAFETY: `capsule` is ours (the interpreter destroys it once), holding a leaked `Arc<Holder>`.
+        let holder = unsafe { pyo3::ffi::PyCapsule_GetPointer(capsule, CAPSULE.as_ptr()) };
+        if !holder.is_null() {
+            // SAFETY: as above.
+            drop(unsafe { Arc::from_raw(holder.cast::<Holder>()) });
+        }
+    });
+}
+
 impl Drop for PyRuntime {
     fn drop(&mut self) {
         // Through the holder, which in a forked child retires the parent's runtime without touching its lease

@@ -267,6 +267,35 @@ def test_runtime_is_a_context_manager(store: str) -> None:
     assert rt.shutdown() is None
 
 
+def test_runtime_next_id_is_a_plain_function_of_the_runtime(store: str) -> None:
+    # ``rt.next_id`` is a METH_NOARGS function bound to the runtime's holder (not PyO3's method): the same
+    # signature, doc and errors, and it works detached; the class keeps the method.
+    import gc
+    import inspect
+
+    rt = cosid.Runtime(store=store, namespace="own")
+    next_id = rt.next_id
+    assert "next_id" in vars(rt) and callable(cosid.Runtime.next_id)
+    assert str(inspect.signature(next_id)) == "()"
+    assert (next_id.__doc__ or "").startswith("Issues one id.")
+    with pytest.raises(TypeError, match="takes no arguments"):
+        next_id(1)  # type: ignore[call-arg]
+    ids = [next_id() for _ in range(5000)] + [cosid.Runtime.next_id(rt)]
+    assert ids == sorted(ids) and len(set(ids)) == len(ids)
+    assert rt.parse(ids[0]).slot == rt.status().slot
+    rt.shutdown()
+    with pytest.raises(cosid.ClosedError):
+        next_id()
+    # Kept past its runtime: the runtime is gone (its slot released), the function raises CLOSED, no crash.
+    again = cosid.Runtime(store=store, namespace="own-kept")
+    kept = again.next_id
+    kept()
+    del again
+    gc.collect()
+    with pytest.raises(cosid.ClosedError):
+        kept()
+
+
 def test_runtime_shutdown_returns_the_last_timestamp(store: str) -> None:
     rt = cosid.Runtime(store=store)
     last = rt.next_ids(10)[-1]

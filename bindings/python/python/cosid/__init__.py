@@ -223,6 +223,11 @@ class Runtime(_cosid.Runtime):
     without a state file it raises :class:`ForkedError`.
     """
 
+    def __init__(self, **settings: Any) -> None:
+        # ``next_id`` as a plain function of this runtime, shadowing the method: a fifth faster per call (the
+        # settings were taken by ``__new__``).
+        self.next_id = _cosid._bind_next_id(self)
+
     def status(self) -> Status:
         """This runtime's lease and state."""
         return Status(**self._status())
