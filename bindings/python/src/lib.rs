@@ -135,17 +135,20 @@ unsafe extern "C" fn next_id(
 #[cold]
 #[inline(never)]
 fn next_id_slow() -> *mut ffi::PyObject {
-    Python::attach(|py| {
-        match guard(py, || {
-            process::on_global(py, cosid::host::Holder::next_id).map(Id::as_u64)
-        }) {
-            Ok(id) => id
-                .into_pyobject(py)
-                .map_or(std::ptr::null_mut(), |o| o.into_ptr()),
-            Err(e) => {
-                e.restore(py);
-                std::ptr::null_mut()
-            }
+    slow_id(|py| process::on_global(py, cosid::host::Holder::next_id))
+}
+
+/// The slow path of a plain C function that returns an id: `call` with the GIL, guarded; its error is left set
+/// as the exception (and NULL returned).
+pub(crate) fn slow_id(call: impl FnOnce(Python<'_>) -> PyResult<Id>) -> *mut ffi::PyObject {
+    Python::attach(|py| match guard(py, || call(py)) {
+        Ok(id) => id
+            .as_u64()
+            .into_pyobject(py)
+            .map_or(std::ptr::null_mut(), |o| o.into_ptr()),
+        Err(e) => {
+            e.restore(py);
+            std::ptr::null_mut()
         }
     })
 }

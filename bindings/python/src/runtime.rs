@@ -230,17 +230,7 @@ unsafe extern "C" fn next_id(
 #[cold]
 #[inline(never)]
 fn next_id_slow(holder: &Holder) -> *mut pyo3::ffi::PyObject {
-    Python::attach(|py| {
-        match crate::guard(py, || detached(py, holder, Holder::next_id).map(Id::as_u64)) {
-            Ok(id) => id
-                .into_pyobject(py)
-                .map_or(std::ptr::null_mut(), |o| o.into_ptr()),
-            Err(e) => {
-                e.restore(py);
-                std::ptr::null_mut()
-            }
-        }
-    })
+    crate::slow_id(|py| detached(py, holder, Holder::next_id))
 }
 
 /// The capsule's destructor: releases its holder reference.
