@@ -157,8 +157,8 @@ impl PyRuntime {
 /// runtime's holder, made for each `cosid.Runtime` by its `__init__` (the `_bind_next_id` below) and stored in the
 /// instance's `__dict__`, where it shadows the method. PyO3's method trampoline (its GIL count, its panic frame,
 /// the type check of `self`) was a fifth of the call. The fast path is the holder's `try_next_id` and one int;
-/// the slow path is the method's own. After the runtime is dropped its holder is shut down (see `Drop`), so a
-/// function kept past it raises `ClosedError`; the capsule only keeps the holder's memory.
+/// the slow path is the method's own. Like a bound method, a function kept past its `Runtime` object keeps the
+/// runtime running: the last of the two to go shuts it down (`release`).
 #[pyfunction]
 pub(crate) fn _bind_next_id<'py>(rt: &Bound<'py, PyRuntime>) -> PyResult<Bound<'py, PyAny>> {
     let py = rt.py();
@@ -233,32 +233,42 @@ fn next_id_slow(holder: &Holder) -> *mut pyo3::ffi::PyObject {
     crate::slow_id(|py| detached(py, holder, Holder::next_id))
 }
 
-/// The capsule's destructor: releases its holder reference.
+/// The capsule's destructor: releases its holder reference, shutting the runtime down if it was the last.
 unsafe extern "C" fn release_holder(capsule: *mut pyo3::ffi::PyObject) {
     let _ = std::panic::catch_unwind(|| {
         // SAFETY: `capsule` is ours (the interpreter destroys it once), holding a leaked `Arc<Holder>`.
         let holder = unsafe { pyo3::ffi::PyCapsule_GetPointer(capsule, CAPSULE.as_ptr()) };
         if !holder.is_null() {
             // SAFETY: as above.
-            drop(unsafe { Arc::from_raw(holder.cast::<Holder>()) });
+            release(unsafe { Arc::from_raw(holder.cast::<Holder>()) }, 1);
         }
     });
 }
 
 impl Drop for PyRuntime {
     fn drop(&mut self) {
-        // Through the holder, which in a forked child retires the parent's runtime without touching its lease
-        // (dropping that runtime here would release the parent's slot).
-        let holder = self.holder.clone();
-        let shutdown = move || drop(holder.shutdown());
-        if std::thread::current().name() == Some("cosid-keeper") {
-            // Dropped from an event callback: shutting down here would join this very thread, so another thread
-            // does it once the callback has returned.
-            let _ = std::thread::Builder::new()
-                .name("cosid-shutdown".into())
-                .spawn(shutdown);
-            return;
-        }
-        Python::attach(|py| py.detach(shutdown));
+        // Two references here: this one and the clone.
+        release(self.holder.clone(), 2);
     }
+}
+
+/// Shuts a runtime's holder down when its last Python-side owner goes: the `Runtime` object, or a `next_id`
+/// function kept past it (as a bound method keeps its object). `mine` is how many of the references are the
+/// caller's. Owners go with the GIL held, so two of them never decide at once.
+fn release(holder: Arc<Holder>, mine: usize) {
+    if Arc::strong_count(&holder) > mine {
+        return;
+    }
+    // Through the holder, which in a forked child retires the parent's runtime without touching its lease
+    // (dropping that runtime here would release the parent's slot).
+    let shutdown = move || drop(holder.shutdown());
+    if std::thread::current().name() == Some("cosid-keeper") {
+        // Dropped from an event callback: shutting down here would join this very thread, so another thread
+        // does it once the callback has returned.
+        let _ = std::thread::Builder::new()
+            .name("cosid-shutdown".into())
+            .spawn(shutdown);
+        return;
+    }
+    Python::attach(|py| py.detach(shutdown));
 }

@@ -286,14 +286,23 @@ def test_runtime_next_id_is_a_plain_function_of_the_runtime(store: str) -> None:
     rt.shutdown()
     with pytest.raises(cosid.ClosedError):
         next_id()
-    # Kept past its runtime: the runtime is gone (its slot released), the function raises CLOSED, no crash.
+    # Kept past its Runtime object, as a bound method would be: the runtime keeps issuing, and is shut down (its
+    # slot released) when the function goes too.
+    import threading
+
+    released = threading.Event()
     again = cosid.Runtime(store=store, namespace="own-kept")
+    again.on_event(lambda e: released.set() if e.name == "RELEASED" else None)
     kept = again.next_id
-    kept()
+    slot = again.status().slot
     del again
     gc.collect()
-    with pytest.raises(cosid.ClosedError):
-        kept()
+    assert not released.is_set()
+    assert cosid.parse(kept()).slot == slot
+    assert cosid.Runtime(store=store, namespace="own-temporary").next_id() > 0  # a temporary runtime's function
+    del kept
+    gc.collect()
+    assert released.wait(10), "the runtime was not shut down when its last owner went"
 
 
 def test_runtime_shutdown_returns_the_last_timestamp(store: str) -> None:
