@@ -187,7 +187,7 @@ impl Job for CreateRuntime {
         }
         .into_instance(env)
         .map_err(|e| coded("PANIC", e.reason))?;
-        crate::fast::own_next_id(env, instance.value, holder)?;
+        crate::fast::own_functions(env, instance.value, &holder, &layout)?;
         Ok(Raw::of(instance.value))
     }
 }

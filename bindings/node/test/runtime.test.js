@@ -46,8 +46,21 @@ test('a js-safe runtime issues exact numbers', async () => {
     assert.equal(rt.fromFriendly(rt.toFriendly(last)), BigInt(last))
     // The same id in the 63-bit layout means something else entirely.
     assert.notDeepEqual(require('..').parse(last, 'millis'), parts)
+    // A plain function of its own, as rt.nextId (docs/node.md, "Performance"): detached calls work.
+    assert.ok(Object.hasOwn(rt, 'nextIdNumber'))
+    const next = rt.nextIdNumber
+    assert.ok(next() > last && Number.isSafeInteger(next()))
   } finally {
     await rt.close()
+  }
+  assert.throws(() => rt.nextIdNumber(), (e) => e.code === 'CLOSED')
+  // A 63-bit runtime keeps the method, which refuses its layout.
+  const wide = await Runtime.create({ store: 'memory:' })
+  try {
+    assert.ok(!Object.hasOwn(wide, 'nextIdNumber'))
+    assert.throws(() => wide.nextIdNumber(), (e) => e.code === 'LAYOUT')
+  } finally {
+    await wide.close()
   }
 })
 
