@@ -9,7 +9,7 @@
 //! slot below which every slot has a document.
 //!
 //! An acquisition does not read every document of its namespace, so its cost does not grow with the namespace:
-//! it reads the candidates of a [`protocol::View`] in three or four queries at once, each served by an index the
+//! it reads the candidates of a [`protocol::View`] in three or four queries, one after another, each served by an index the
 //! store creates on first use: the documents of the owner's key (as holder or last holder), the preferred slot's,
 //! the lowest free ones, and the next documents from the hint on, up to the lowest slot without one (one read of
 //! at most 256 documents unless the hint is far behind); an answer that every slot is held also reads the held
@@ -619,7 +619,8 @@ impl MongoStore {
         }
     }
 
-    /// What an acquisition decides on (see [`protocol::View`]), read in three or four queries at once, each
+    /// What an acquisition decides on (see [`protocol::View`]), read in three or four queries one after another
+    /// (sent at once, they made FerretDB stop answering under a storm of acquisitions; docs/performance.md), each
     /// served by the store's indexes (every branch of an `$or` names the namespace): the documents of the owner's
     /// key, as holder or as last holder; the preferred slot's; the lowest free ones (released, or expired before
     /// `now`), among which is the lowest that can start within the tolerance unless all are far ahead (then one
@@ -659,12 +660,10 @@ impl MongoStore {
                 None => Ok(Vec::new()),
             }
         };
-        let (mine, preferred, free_lowest, unused) = tokio::try_join!(
-            self.find_slots(c, ns, mine, by_slot(), 0),
-            preferred,
-            self.find_slots(c, ns, free(), by_slot(), self.free),
-            self.first_unused(c, ns, hint.0, count),
-        )?;
+        let mine = self.find_slots(c, ns, mine, by_slot(), 0).await?;
+        let preferred = preferred.await?;
+        let free_lowest = self.find_slots(c, ns, free(), by_slot(), self.free).await?;
+        let unused = self.first_unused(c, ns, hint.0, count).await?;
         // The lowest free document that can start within the tolerance: the first such of the lowest free ones
         // read, or, when they were a full read's worth and none can, one more query.
         let ready = |r: &SlotRecord| r.next_floor <= soon;
