@@ -11,6 +11,9 @@
 #[path = "targets/zookeeper.rs"]
 mod target;
 
+#[path = "targets/hints.rs"]
+mod hints;
+
 use cosid::conformance;
 
 use cosid::clock::{Clock, ManualClock};
@@ -19,7 +22,10 @@ use cosid::store::{LeaseStore, StoreError, StoreUrl, ZookeeperStore};
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
-use target::{hosts, namespace_dir, on_host_clock, put_raw, target, SCRIPT, URL_VAR};
+use target::{
+    forget_index, hosts, index_entries_of, index_of, namespace_dir, on_host_clock, put_indexed,
+    put_raw, target, SCRIPT, URL_VAR,
+};
 use zookeeper_client::Client;
 
 const JAR: &str = "/usr/share/java/zookeeper.jar";
@@ -628,4 +634,255 @@ async fn acquisitions_write_only_their_slot_and_their_owners_guard() {
     let mut names = client.list_children(&dir).await.unwrap();
     names.sort();
     assert_eq!(names, ["ns", "slot"], "no new child under the namespace");
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// The acquire index: a hint that must never change a decision.
+
+/// The same random calls on a namespace that keeps its index and on one whose index is deleted before every call
+/// (so each of its acquires reads every record, and builds the index again).
+#[tokio::test]
+async fn acquires_on_the_index_decide_as_reading_every_record_does() {
+    let Some(url) = conformance::server_url(URL_VAR, SCRIPT) else {
+        return;
+    };
+    let t = on_host_clock(url.clone()).await;
+    hints::hints_never_change_a_decision(t.store.clone(), move |full| {
+        let url = url.clone();
+        async move { forget_index(&url, &full).await }
+    })
+    .await;
+}
+
+/// Random namespaces written with an index (half of them with none, which the acquire builds), then one acquire
+/// each: the store's answer is the protocol's decision on every record. 512 slots: free entries in several ranges,
+/// expired leases in several buckets.
+#[tokio::test]
+async fn acquires_on_the_index_decide_as_the_protocol_on_every_record() {
+    let Some(url) = conformance::server_url(URL_VAR, SCRIPT) else {
+        return;
+    };
+    let t = on_host_clock(url.clone()).await;
+    for (bits, cases) in [(5, 120), (9, 6)] {
+        let mut case = 0;
+        let url = url.clone();
+        hints::hinted_acquires_decide_as_the_protocol_on_every_row(
+            t.store.clone(),
+            cases,
+            bits,
+            move |ns, rows, unused| {
+                let url = url.clone();
+                case += 1;
+                let build = case % 2 == 0;
+                async move {
+                    put_indexed(&url, &ns, &rows, unused).await;
+                    if build {
+                        forget_index(&url, &ns).await;
+                    }
+                }
+            },
+        )
+        .await;
+    }
+}
+
+/// Entries that their records contradict (left by a hand edit, or a client of an earlier version) never make an
+/// acquire take a held slot or give one owner two: each entry is checked against its record.
+#[tokio::test]
+async fn index_entries_that_records_contradict_are_passed_over() {
+    let Some(url) = conformance::server_url(URL_VAR, SCRIPT) else {
+        return;
+    };
+    let clock = ManualClock::new(T0);
+    let store = store(&url, &clock).await;
+    let ns = fresh("zk-stale-index");
+    let owner_a = request("a");
+    let a = store.acquire(&ns, &CONFIG, &owner_a).await.unwrap().lease;
+    let b = store
+        .acquire(&ns, &CONFIG, &request("b"))
+        .await
+        .unwrap()
+        .lease;
+    assert_eq!((a.slot, b.slot), (0, 1));
+    let client = Client::connect(&hosts(&url)).await.unwrap();
+    let root = target::index_root(&ns);
+    let options =
+        zookeeper_client::CreateMode::Persistent.with_acls(zookeeper_client::Acls::anyone_all());
+    // Slot 0 listed as free while `a` holds it; `hw` back at 1, which `b` holds; an owner entry for `c` on slot 1;
+    // slot 1 listed as expired long ago.
+    for path in [
+        format!("{root}/free/0/0"),
+        format!("{root}/k/63/1"),
+        format!("{root}/held/{}/{}-1", (T0 - 60_000) >> 8, T0 - 60_000),
+    ] {
+        client
+            .mkdir(&path[..path.rfind('/').unwrap()], &options)
+            .await
+            .unwrap();
+        client.create(&path, b"", &options).await.unwrap();
+    }
+    client
+        .set_data(&format!("{root}/hw"), b"1", None)
+        .await
+        .unwrap();
+    let got = store
+        .acquire(&ns, &CONFIG, &request("c"))
+        .await
+        .unwrap()
+        .lease;
+    assert_eq!((got.slot, got.fence), (2, 1), "slots 0 and 1 are held");
+    let (_, hw) = index_of(&url, &ns).await;
+    assert_eq!(hw, "3");
+    // `a` asking again gets its own slot back, not a second one.
+    let again = store.acquire(&ns, &CONFIG, &owner_a).await.unwrap().lease;
+    assert_eq!((again.slot, again.fence), (a.slot, a.fence));
+}
+
+/// The lowest free slot that can start within the tolerance is found past the first range of free entries and
+/// past the first page of them: here slots 0 to 199 are held, 200 to 299 released with floors ten minutes ahead (a
+/// holder's clock ran ahead), 300 released with a floor in the past, 301 to 319 held, and slot 310's lease
+/// expired.
+#[tokio::test]
+async fn the_lowest_ready_free_slot_is_found_past_the_first_range_of_free_entries() {
+    let Some(url) = conformance::server_url(URL_VAR, SCRIPT) else {
+        return;
+    };
+    let clock = ManualClock::new(T0);
+    let store = store(&url, &clock).await;
+    let config = NamespaceConfig { bits: 9, ..CONFIG };
+    for (ready_slot, expected) in [(Some(300), 300), (None, 310)] {
+        let ns = fresh("zk-free-pages");
+        store.raise_not_before(&ns, &config, 0).await.unwrap();
+        let rows: Vec<cosid::lease::SlotRecord> = (0..320)
+            .map(|slot| {
+                let released = (200..300).contains(&slot) || Some(slot) == ready_slot;
+                // An expired lease's next floor is its ceiling, the tolerance past its expiry.
+                let (expires_at, next_floor) = match slot {
+                    310 => (T0 - 5_000, T0 - 4_000),
+                    s if Some(s) == ready_slot => (T0 + 30_000, T0 - 1_000),
+                    s if released && s < 300 => (T0 + 30_000, T0 + 600_000),
+                    _ => (T0 + 30_000, T0 + 31_000),
+                };
+                cosid::lease::SlotRecord {
+                    slot,
+                    owner: (!released).then(|| Owner::new(format!("h{slot}"))),
+                    last_owner_key: Some(format!("h{slot}")),
+                    fence: 1,
+                    expires_at,
+                    floor: T0 - 60_000,
+                    ceiling: next_floor.min(expires_at + 1_000),
+                    next_floor,
+                }
+            })
+            .collect();
+        put_indexed(&url, &ns, &rows, Some(320)).await;
+        let got = store
+            .acquire(&ns, &config, &request("new"))
+            .await
+            .unwrap()
+            .lease;
+        assert_eq!(got.slot, expected, "{got:?}");
+    }
+}
+
+/// 64 owners acquiring at once on one namespace (most lose races and retry, picking past the lowest unused slot),
+/// then renewing and half of them releasing: every one gets a slot, no two the same, and the index is exactly the
+/// entries of the records afterwards.
+#[tokio::test]
+async fn owners_acquiring_at_once_get_distinct_slots_and_the_index_stays_exact() {
+    let Some(url) = conformance::server_url(URL_VAR, SCRIPT) else {
+        return;
+    };
+    let t = on_host_clock(url.clone()).await;
+    let store = t.store.clone();
+    let ns = fresh("zk-storm");
+    let config = NamespaceConfig { bits: 8, ..CONFIG };
+    let requests: Vec<AcquireRequest> = (0..64).map(|i| request(&format!("s{i}"))).collect();
+    let leases: Vec<cosid::lease::SlotLease> = futures_join(
+        requests
+            .iter()
+            .map(|r| {
+                let store = store.clone();
+                let ns = ns.clone();
+                let r = r.clone();
+                tokio::spawn(async move { store.acquire(&ns, &config, &r).await.unwrap().lease })
+            })
+            .collect(),
+    )
+    .await;
+    let mut slots: Vec<u32> = leases.iter().map(|l| l.slot).collect();
+    slots.sort_unstable();
+    slots.dedup();
+    assert_eq!(slots.len(), 64, "{slots:?}");
+    for (i, lease) in leases.iter().enumerate() {
+        if i % 2 == 0 {
+            store.release(lease, None).await.unwrap();
+        } else {
+            store
+                .renew(lease, 30_000, config.tolerance_ms)
+                .await
+                .unwrap();
+        }
+    }
+    let records = store.inspect(&ns).await.unwrap().slots;
+    let (entries, hw) = index_of(&url, &ns).await;
+    assert_eq!(entries, index_entries_of(&records));
+    let unused = cosid::lease::protocol::lowest_unused(&records, config.bits).unwrap();
+    assert!(
+        hw.parse::<u32>().unwrap() <= unused,
+        "hw {hw}, lowest unused {unused}"
+    );
+    // Each renewing owner finds its own slot through the index.
+    for (i, lease) in leases.iter().enumerate().filter(|(i, _)| i % 2 == 1) {
+        let again = store
+            .acquire(&ns, &config, &requests[i])
+            .await
+            .unwrap()
+            .lease;
+        assert_eq!((again.slot, again.fence), (lease.slot, lease.fence));
+    }
+}
+
+async fn futures_join<T: Send + 'static>(tasks: Vec<tokio::task::JoinHandle<T>>) -> Vec<T> {
+    let mut out = Vec::with_capacity(tasks.len());
+    for t in tasks {
+        out.push(t.await.unwrap());
+    }
+    out
+}
+
+/// A namespace written before the index (its records and no `.idx`) is indexed by its first acquisition, in the
+/// same `multi` as its grant; a renewal that read no index and meets one built since fails its write, reads again
+/// and writes its entries.
+#[tokio::test]
+async fn a_namespace_without_an_index_is_indexed_by_its_first_acquisition() {
+    let Some(url) = conformance::server_url(URL_VAR, SCRIPT) else {
+        return;
+    };
+    let clock = ManualClock::new(T0);
+    let store = store(&url, &clock).await;
+    let ns = fresh("zk-build");
+    let a = store
+        .acquire(&ns, &CONFIG, &request("a"))
+        .await
+        .unwrap()
+        .lease;
+    forget_index(&url, &ns).await;
+    // Without an index, a renewal writes no entry.
+    let a = store.renew(&a, 30_000, CONFIG.tolerance_ms).await.unwrap();
+    let b = store
+        .acquire(&ns, &CONFIG, &request("b"))
+        .await
+        .unwrap()
+        .lease;
+    assert_eq!(b.slot, 1);
+    let records = store.inspect(&ns).await.unwrap().slots;
+    let (entries, hw) = index_of(&url, &ns).await;
+    assert_eq!(entries, index_entries_of(&records));
+    assert_eq!(hw, "2");
+    clock.advance(1_000);
+    store.renew(&a, 30_000, CONFIG.tolerance_ms).await.unwrap();
+    store.release(&b, None).await.unwrap();
+    let records = store.inspect(&ns).await.unwrap().slots;
+    assert_eq!(index_of(&url, &ns).await.0, index_entries_of(&records));
 }

@@ -37,6 +37,9 @@
 //! does not depend on the clock; availability (when a lease expires) depends on the hosts' clocks agreeing within
 //! `tolerance`.
 
+mod acquire;
+mod index;
+
 use super::common::{self, Try};
 use super::{Inspection, LeaseStore, StoreError};
 use crate::clock::Clock;
@@ -134,6 +137,8 @@ struct Paths {
     /// `<root>/<encoded>.guard`: the owner guards (a `.` is never part of an encoded name, so this is no
     /// namespace's znode; and it lies outside `dir`, whose children clients of earlier versions check).
     guards: String,
+    /// `<root>/<encoded>.idx`: the acquire index.
+    index: index::IndexPaths,
 }
 
 impl Paths {
@@ -230,6 +235,108 @@ async fn read<const N: usize>(
         .map_err(|r| unexpected(format!("{} answers to a read of {N} znodes", r.len())))
 }
 
+/// The data (with its version) of each of `data`, then the children of each of `lists`, in one multi-read; `None`
+/// for a znode that does not exist.
+#[allow(clippy::type_complexity)]
+async fn read_list(
+    client: &Client,
+    data_of: &[String],
+    lists: &[String],
+) -> Result<(Vec<Option<(Vec<u8>, i32)>>, Vec<Option<Vec<String>>>), StoreError> {
+    if data_of.is_empty() && lists.is_empty() {
+        return Ok((Vec::new(), Vec::new()));
+    }
+    let mut reader = client.new_multi_reader();
+    for p in data_of {
+        reader.add_get_data(p).map_err(zk_err)?;
+    }
+    for p in lists {
+        reader.add_get_children(p).map_err(zk_err)?;
+    }
+    let mut results = reader.commit().await.map_err(zk_err)?;
+    if results.len() != data_of.len() + lists.len() {
+        return Err(unexpected(format!(
+            "{} answers to a read of {} znodes",
+            results.len(),
+            data_of.len() + lists.len()
+        )));
+    }
+    let listed = results.split_off(data_of.len());
+    let data = results.into_iter().map(data).collect::<Result<_, _>>()?;
+    let children = listed.into_iter().map(children).collect::<Result<_, _>>()?;
+    Ok((data, children))
+}
+
+/// One write of a `multi`.
+#[derive(Debug, Clone)]
+enum Op {
+    Check(String, i32),
+    /// A persistent znode, or a container (the index's parents of entries).
+    Create {
+        path: String,
+        data: Vec<u8>,
+        container: bool,
+    },
+    Set(String, Vec<u8>, Option<i32>),
+    Delete(String),
+}
+
+/// A write of a `multi`, and whether it is one of the index's (see [`ZookeeperStore::commit_ops`]).
+#[derive(Debug, Clone)]
+struct Write {
+    op: Op,
+    index: bool,
+}
+
+impl Write {
+    fn check(path: &str, version: i32) -> Self {
+        Self {
+            op: Op::Check(path.to_owned(), version),
+            index: false,
+        }
+    }
+
+    fn create(path: &str, data: &[u8]) -> Self {
+        Self {
+            op: Op::Create {
+                path: path.to_owned(),
+                data: data.to_vec(),
+                container: false,
+            },
+            index: false,
+        }
+    }
+
+    fn set(path: &str, data: &[u8], version: Option<i32>) -> Self {
+        Self {
+            op: Op::Set(path.to_owned(), data.to_vec(), version),
+            index: false,
+        }
+    }
+
+    /// `data` at `path`: at `version` if the znode was read, else a create.
+    fn put(path: &str, data: &[u8], version: Option<i32>) -> Self {
+        match version {
+            Some(v) => Self::set(path, data, Some(v)),
+            None => Self::create(path, data),
+        }
+    }
+
+    fn entry_create(path: &str) -> Self {
+        Self {
+            index: true,
+            ..Self::create(path, b"")
+        }
+    }
+
+    fn entry_delete(path: &str) -> Self {
+        Self {
+            op: Op::Delete(path.to_owned()),
+            index: true,
+        }
+    }
+}
+
 impl ZookeeperStore {
     /// Prepares a client for a `zookeeper://[user:password@]host:port[,host:port...][/chroot]` URL; the store clock
     /// is `clock`. Does not connect.
@@ -311,12 +418,91 @@ impl ZookeeperStore {
         CreateMode::Persistent.with_acls(acls)
     }
 
+    /// The options of the index's containers: as [`Self::create_options`], but deleted by the server once their
+    /// last child goes.
+    fn container_options(&self) -> CreateOptions<'static> {
+        let acls = if self.digest.is_some() {
+            Acls::creator_all()
+        } else {
+            Acls::anyone_all()
+        };
+        CreateMode::Container.with_acls(acls)
+    }
+
+    /// Commits `ops` as one `multi`: `false` when a write that is not an index entry's failed its check (another
+    /// writer got there first). An index entry's write that fails because the index is not as this write
+    /// expected is adjusted and the `multi` sent again: an entry already there or already gone is left out, and a
+    /// missing container is created first; when the index itself is gone (deleted by hand), its writes are left
+    /// out.
+    async fn commit_ops(&self, client: &Client, mut ops: Vec<Write>) -> Result<bool, StoreError> {
+        let persistent = self.create_options();
+        let container = self.container_options();
+        for _ in 0..ops.len() * 2 + 4 {
+            let mut multi = client.new_multi_writer();
+            for w in &ops {
+                match &w.op {
+                    Op::Check(p, v) => multi.add_check_version(p, *v),
+                    Op::Create {
+                        path,
+                        data,
+                        container: c,
+                    } => multi.add_create(path, data, if *c { &container } else { &persistent }),
+                    Op::Set(p, d, v) => multi.add_set_data(p, d, *v),
+                    Op::Delete(p) => multi.add_delete(p, None),
+                }
+                .map_err(zk_err)?;
+            }
+            let (at, source) = match multi.commit().await {
+                Ok(_) => return Ok(true),
+                Err(MultiWriteError::OperationFailed { index, source }) => (index, source),
+                Err(e) => return Err(zk_err(e.into())),
+            };
+            let Some(failed) = ops.get(at).filter(|w| w.index) else {
+                return match source {
+                    ZkError::BadVersion | ZkError::NodeExists | ZkError::NoNode => Ok(false),
+                    e => Err(zk_err(e)),
+                };
+            };
+            match (&failed.op, source) {
+                (Op::Create { .. }, ZkError::NodeExists)
+                | (Op::Delete(_) | Op::Set(..), ZkError::NoNode) => {
+                    ops.remove(at);
+                }
+                (
+                    Op::Create {
+                        path,
+                        container: false,
+                        ..
+                    },
+                    ZkError::NoNode,
+                ) => {
+                    let parent = index::parent(path).to_owned();
+                    ops.insert(
+                        at,
+                        Write {
+                            op: Op::Create {
+                                path: parent,
+                                data: Vec::new(),
+                                container: true,
+                            },
+                            index: true,
+                        },
+                    );
+                }
+                (Op::Create { .. }, ZkError::NoNode) => ops.retain(|w| !w.index),
+                (_, e) => return Err(zk_err(e)),
+            }
+        }
+        Ok(false)
+    }
+
     fn paths(&self, ns: &Namespace) -> Paths {
         let dir = format!("{}/{}", self.root, ns.encoded());
         Paths {
             namespace: format!("{dir}/ns"),
             slots: format!("{dir}/slot"),
             guards: format!("{dir}.guard"),
+            index: index::IndexPaths::new(format!("{dir}.idx")),
             dir,
         }
     }
@@ -440,17 +626,20 @@ impl ZookeeperStore {
         Ok(Try::Done(snapshot))
     }
 
-    /// Reads a lease's namespace record and slot, and validates the slot against the namespace's bits.
+    /// Reads a lease's namespace record and slot, and validates the slot against the namespace's bits; and whether
+    /// the namespace has an acquire index.
+    #[allow(clippy::type_complexity)]
     async fn read_checked(
         &self,
         client: &Client,
         lease: &SlotLease,
-    ) -> Result<((NamespaceRecord, i32), Option<(SlotRecord, i32)>), StoreError> {
+    ) -> Result<((NamespaceRecord, i32), Option<(SlotRecord, i32)>, bool), StoreError> {
         let ns = &lease.namespace;
         let paths = self.paths(ns);
-        let [namespace, slot] = read::<2>(client, |r| {
+        let [namespace, slot, index] = read::<3>(client, |r| {
             r.add_get_data(&paths.namespace)?;
-            r.add_get_data(&paths.slot(lease.slot))
+            r.add_get_data(&paths.slot(lease.slot))?;
+            r.add_get_data(&paths.index.root)
         })
         .await?;
         let Some((raw, ns_version)) = data(namespace)? else {
@@ -463,33 +652,38 @@ impl ZookeeperStore {
         if let Some((r, _)) = &record {
             protocol::validate(KIND, ns, r, namespace.bits)?;
         }
-        Ok(((namespace, ns_version), record))
+        let indexed = data(index)?.is_some();
+        Ok(((namespace, ns_version), record, indexed))
     }
 
-    /// Writes a lease's slot if the namespace record and the slot are as they were read.
+    /// Writes a lease's slot if the namespace record and the slot are as they were read (`current`), with its
+    /// index entries when the namespace has an index (`indexed`), else only while it still has none.
     async fn write_lease_slot(
         &self,
         client: &Client,
         lease: &SlotLease,
         namespace_version: i32,
-        slot_version: Option<i32>,
+        current: Option<&(SlotRecord, i32)>,
+        indexed: bool,
         record: &SlotRecord,
     ) -> Result<bool, StoreError> {
         let paths = self.paths(&lease.namespace);
-        let options = self.create_options();
-        let mut multi = client.new_multi_writer();
-        let built = (|| {
-            multi.add_check_version(&paths.namespace, namespace_version)?;
-            put(
-                &mut multi,
+        let mut ops = vec![
+            Write::check(&paths.namespace, namespace_version),
+            Write::put(
                 &paths.slot(lease.slot),
                 &encode_slot(record),
-                slot_version,
-                &options,
-            )
-        })();
-        built.map_err(zk_err)?;
-        commit(&mut multi).await
+                current.map(|(_, v)| *v),
+            ),
+        ];
+        if indexed {
+            let (gone, made) = index::reindex(&paths.index, current.map(|(r, _)| r), record);
+            ops.extend(gone.iter().map(|e| Write::entry_delete(e)));
+            ops.extend(made.iter().map(|e| Write::entry_create(e)));
+        } else {
+            ops.extend(acquire::no_index(&paths));
+        }
+        self.commit_ops(client, ops).await
     }
 }
 
@@ -554,126 +748,8 @@ impl LeaseStore for ZookeeperStore {
         let tries = &std::sync::atomic::AtomicU32::new(0);
         self.retrying(namespace, |client| async move {
             let raced = tries.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            let key = request.owner.key.as_str();
-            let snapshot = match self.read_all(&client, namespace, Some(key)).await? {
-                Try::Done(s) => s,
-                Try::Raced => return Ok(Try::Raced),
-            };
-            let stored = snapshot.namespace.as_ref().map(|(r, _)| *r);
-            let record = protocol::check_namespace(namespace, stored, config)?;
-            let slots: Vec<SlotRecord> = snapshot.slots.iter().map(|(r, _)| r.clone()).collect();
-            for s in &slots {
-                protocol::validate(KIND, namespace, s, record.bits)?;
-            }
-            let now = self.clock.now_ms();
-            let grant = protocol::acquire(namespace, &record, &slots, request, now)?;
-            // After a lost race, another slot as good as the lowest (clients started together all choose the
-            // lowest, and one of them wins each round).
-            let grant = match &grant.write {
-                Some(w) if raced > 0 && request.preferred_slot.is_none() => {
-                    let never_used = common::never_used(
-                        record.bits,
-                        protocol::lowest_unused(&slots, record.bits),
-                        raced,
-                        |s| slots.binary_search_by_key(&s, |r| r.slot).is_ok(),
-                    );
-                    match common::spread(
-                        w.slot,
-                        common::as_good(&record, &slots, key, now, never_used),
-                    ) {
-                        Some(other) => {
-                            let request = AcquireRequest {
-                                preferred_slot: Some(other),
-                                ..request.clone()
-                            };
-                            protocol::acquire(namespace, &record, &slots, &request, now)?
-                        }
-                        None => grant,
-                    }
-                }
-                _ => grant,
-            };
-            let namespace_changed = stored != Some(record);
-            let paths = self.paths(namespace);
-            if grant.write.is_none() && !namespace_changed {
-                // The owner already holds a slot (a retried acquisition). A server may answer reads from a
-                // state behind the leader's: confirm through the leader that the records are still as read.
-                let held = grant.acquired.lease.slot;
-                let mut multi = client.new_multi_writer();
-                let built = (|| {
-                    if let Some((_, v)) = &snapshot.namespace {
-                        multi.add_check_version(&paths.namespace, *v)?;
-                    }
-                    if let Some((_, v)) = snapshot.slots.iter().find(|(r, _)| r.slot == held) {
-                        multi.add_check_version(&paths.slot(held), *v)?;
-                    }
-                    Ok::<_, ZkError>(())
-                })();
-                built.map_err(zk_err)?;
-                return Ok(if commit(&mut multi).await? {
-                    Try::Done(grant.acquired)
-                } else {
-                    Try::Raced
-                });
-            }
-            let options = self.create_options();
-            let mut multi = client.new_multi_writer();
-            let built = (|| {
-                if !snapshot.dir_exists {
-                    multi.add_create(&paths.dir, b"", &options)?;
-                }
-                let ns_version = snapshot.namespace.as_ref().map(|(_, v)| *v);
-                match ns_version {
-                    Some(v) if !namespace_changed => {
-                        multi.add_check_version(&paths.namespace, v)?
-                    }
-                    _ => put(
-                        &mut multi,
-                        &paths.namespace,
-                        &encode_namespace(&record),
-                        ns_version,
-                        &options,
-                    )?,
-                }
-                if snapshot.slots_version.is_none() {
-                    multi.add_create(&paths.slots, b"", &options)?;
-                }
-                // The owner's guard: a concurrent acquisition by the same owner key (whose record would have been
-                // this one's answer) fails here or makes this one fail.
-                if !snapshot.guards_exist {
-                    multi.add_create(&paths.guards, b"", &options)?;
-                }
-                put(
-                    &mut multi,
-                    &paths.guard(key),
-                    b"",
-                    snapshot.guard_version,
-                    &options,
-                )?;
-                // Only the slot written is checked: acquisitions of other slots, renewals and releases do not
-                // conflict with this one.
-                if let Some(w) = &grant.write {
-                    let version = snapshot
-                        .slots
-                        .iter()
-                        .find(|(r, _)| r.slot == w.slot)
-                        .map(|(_, v)| *v);
-                    put(
-                        &mut multi,
-                        &paths.slot(w.slot),
-                        &encode_slot(w),
-                        version,
-                        &options,
-                    )?;
-                }
-                Ok::<_, ZkError>(())
-            })();
-            built.map_err(zk_err)?;
-            Ok(if commit(&mut multi).await? {
-                Try::Done(grant.acquired)
-            } else {
-                Try::Raced
-            })
+            self.acquire_step(&client, namespace, config, request, raced)
+                .await
         })
         .await
     }
@@ -685,7 +761,7 @@ impl LeaseStore for ZookeeperStore {
         tolerance_ms: u64,
     ) -> Result<SlotLease, StoreError> {
         self.retrying(&lease.namespace, |client| async move {
-            let ((_, ns_version), current) = self.read_checked(&client, lease).await?;
+            let ((_, ns_version), current, indexed) = self.read_checked(&client, lease).await?;
             let now = self.clock.now_ms();
             let (record, renewed) = protocol::renew(
                 KIND,
@@ -695,10 +771,16 @@ impl LeaseStore for ZookeeperStore {
                 tolerance_ms,
                 now,
             )?;
-            let slot_version = current.map(|(_, v)| v);
             Ok(
                 if self
-                    .write_lease_slot(&client, lease, ns_version, slot_version, &record)
+                    .write_lease_slot(
+                        &client,
+                        lease,
+                        ns_version,
+                        current.as_ref(),
+                        indexed,
+                        &record,
+                    )
                     .await?
                 {
                     Try::Done(renewed)
@@ -712,13 +794,19 @@ impl LeaseStore for ZookeeperStore {
 
     async fn release(&self, lease: &SlotLease, last_issued: Option<u64>) -> Result<(), StoreError> {
         self.retrying(&lease.namespace, |client| async move {
-            let ((_, ns_version), current) = self.read_checked(&client, lease).await?;
+            let ((_, ns_version), current, indexed) = self.read_checked(&client, lease).await?;
             let record =
                 protocol::release(KIND, current.as_ref().map(|(r, _)| r), lease, last_issued)?;
-            let slot_version = current.map(|(_, v)| v);
             Ok(
                 if self
-                    .write_lease_slot(&client, lease, ns_version, slot_version, &record)
+                    .write_lease_slot(
+                        &client,
+                        lease,
+                        ns_version,
+                        current.as_ref(),
+                        indexed,
+                        &record,
+                    )
                     .await?
                 {
                     Try::Done(())
