@@ -886,3 +886,59 @@ async fn a_namespace_without_an_index_is_indexed_by_its_first_acquisition() {
     let records = store.inspect(&ns).await.unwrap().slots;
     assert_eq!(index_of(&url, &ns).await.0, index_entries_of(&records));
 }
+
+/// A namespace of more records than one `multi` can index (1,024), written without an index, is read in full and
+/// stays without one: its acquisition bumps the `slot` znode (so that a build racing it would fail), and its
+/// renewals and releases write no entry.
+#[tokio::test]
+async fn a_namespace_too_large_to_index_in_one_multi_is_read_in_full() {
+    let Some(url) = conformance::server_url(URL_VAR, SCRIPT) else {
+        return;
+    };
+    let clock = ManualClock::new(T0);
+    let store = store(&url, &clock).await;
+    let config = NamespaceConfig { bits: 11, ..CONFIG };
+    let ns = fresh("zk-too-large");
+    store.raise_not_before(&ns, &config, 0).await.unwrap();
+    let rows: Vec<cosid::lease::SlotRecord> = (0..1_100)
+        .map(|slot| cosid::lease::SlotRecord {
+            slot,
+            owner: Some(Owner::new(format!("h{slot}"))),
+            last_owner_key: Some(format!("h{slot}")),
+            fence: 1,
+            expires_at: T0 + 30_000,
+            floor: T0 - 60_000,
+            ceiling: T0 + 31_000,
+            next_floor: T0 + 31_000,
+        })
+        .collect();
+    target::put_records(&url, &ns, &rows).await;
+    let client = Client::connect(&hosts(&url)).await.unwrap();
+    let slots = format!("{}/slot", namespace_dir(&ns));
+    let (_, before) = client.get_data(&slots).await.unwrap();
+    let got = store
+        .acquire(&ns, &config, &request("new"))
+        .await
+        .unwrap()
+        .lease;
+    assert_eq!(got.slot, 1_100);
+    let (_, after) = client.get_data(&slots).await.unwrap();
+    assert_eq!(after.version, before.version + 1);
+    let root = target::index_root(&ns);
+    assert!(
+        client.check_stat(&root).await.unwrap().is_none(),
+        "no index"
+    );
+    let renewed = store
+        .renew(&got, 30_000, config.tolerance_ms)
+        .await
+        .unwrap();
+    store.release(&renewed, None).await.unwrap();
+    assert!(
+        client.check_stat(&root).await.unwrap().is_none(),
+        "no index"
+    );
+    let records = store.inspect(&ns).await.unwrap().slots;
+    assert_eq!(records.len(), 1_101);
+    assert_eq!(records[1_100].owner, None);
+}

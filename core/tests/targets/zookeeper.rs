@@ -172,16 +172,9 @@ pub async fn index_of(
     (entries, String::from_utf8(hw).unwrap())
 }
 
-/// Writes `rows` and an acquire index that covers them (every record with an owner under `held`, expired or not,
-/// the others under `free`, and `hw` = `unused`), with a client of its own.
-pub async fn put_indexed(
-    url: &str,
-    namespace: &Namespace,
-    rows: &[cosid::lease::SlotRecord],
-    unused: Option<u32>,
-) {
+/// Writes `rows` with a client of its own, leaving the acquire index as it is.
+pub async fn put_records(url: &str, namespace: &Namespace, rows: &[cosid::lease::SlotRecord]) {
     let client = Client::connect(&hosts(url)).await.unwrap();
-    let options = CreateMode::Persistent.with_acls(Acls::anyone_all());
     for r in rows {
         let value = serde_json::json!({
             "owner": r.owner.as_ref().map(|o| serde_json::json!({
@@ -202,6 +195,19 @@ pub async fn put_indexed(
         )
         .await;
     }
+}
+
+/// Writes `rows` and an acquire index that covers them (every record with an owner under `held`, expired or not,
+/// the others under `free`, and `hw` = `unused`), with a client of its own.
+pub async fn put_indexed(
+    url: &str,
+    namespace: &Namespace,
+    rows: &[cosid::lease::SlotRecord],
+    unused: Option<u32>,
+) {
+    put_records(url, namespace, rows).await;
+    let client = Client::connect(&hosts(url)).await.unwrap();
+    let options = CreateMode::Persistent.with_acls(Acls::anyone_all());
     let root = index_root(namespace);
     delete_all(&client, &root).await;
     client.mkdir(&format!("{root}/k"), &options).await.unwrap();
