@@ -942,3 +942,52 @@ async fn a_namespace_too_large_to_index_in_one_multi_is_read_in_full() {
     assert_eq!(records.len(), 1_101);
     assert_eq!(records[1_100].owner, None);
 }
+
+/// A renewal goes through an index that is not as it expects (an entry it deletes already gone, one it creates
+/// already there, the container it writes into deleted): a damaged index must not cost a lease. Afterwards the
+/// index is the records' entries again.
+#[tokio::test]
+async fn renewals_go_through_an_index_that_is_not_as_expected() {
+    let Some(url) = conformance::server_url(URL_VAR, SCRIPT) else {
+        return;
+    };
+    let clock = ManualClock::new(T0);
+    let store = store(&url, &clock).await;
+    let ns = fresh("zk-damaged-index");
+    let a = store
+        .acquire(&ns, &CONFIG, &request("a"))
+        .await
+        .unwrap()
+        .lease;
+    let client = Client::connect(&hosts(&url)).await.unwrap();
+    let root = target::index_root(&ns);
+    let options =
+        zookeeper_client::CreateMode::Persistent.with_acls(zookeeper_client::Acls::anyone_all());
+    let held = |expires_at: u64| format!("{root}/held/{}/{expires_at}-0", expires_at >> 8);
+    // The entry the renewal deletes is gone, and the one it creates is already there.
+    client.delete(&held(a.expires_at), None).await.unwrap();
+    clock.advance(1_000);
+    let next = T0 + 1_000 + 30_000;
+    client
+        .mkdir(&held(next)[..held(next).rfind('/').unwrap()], &options)
+        .await
+        .unwrap();
+    client.create(&held(next), b"", &options).await.unwrap();
+    let a = store.renew(&a, 30_000, CONFIG.tolerance_ms).await.unwrap();
+    assert_eq!(a.expires_at, next);
+    let records = store.inspect(&ns).await.unwrap().slots;
+    assert_eq!(index_of(&url, &ns).await.0, index_entries_of(&records));
+    // Every held entry and its container gone: the renewal makes the container it writes into.
+    target::delete_all(&client, &format!("{root}/held")).await;
+    client
+        .create(&format!("{root}/held"), b"", &options)
+        .await
+        .unwrap();
+    clock.advance(60_000);
+    let a = store.renew(&a, 30_000, CONFIG.tolerance_ms).await.unwrap();
+    let records = store.inspect(&ns).await.unwrap().slots;
+    assert_eq!(index_of(&url, &ns).await.0, index_entries_of(&records));
+    store.release(&a, None).await.unwrap();
+    let records = store.inspect(&ns).await.unwrap().slots;
+    assert_eq!(index_of(&url, &ns).await.0, index_entries_of(&records));
+}
