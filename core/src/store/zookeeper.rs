@@ -12,13 +12,15 @@
 //! `multi` that succeeds only if nothing it read has changed (a `check` or a conditional `setData` on the version it
 //! read; a `create` where the znode was absent):
 //!
-//! - acquisition reads the namespace record, its owner's guard, then every slot; it writes the slot it grants at
-//!   the version it read (or creates it), and the guard at the version it read: two acquisitions of one slot, or
+//! - acquisition reads the namespace record, its owner's guard, then the records its acquire index names
+//!   ([`index`]; every record when the namespace has no index, which it then builds); it writes the slot it grants
+//!   at the version it read (or creates it) with the slot's index entries, and the guard at the version it read: two acquisitions of one slot, or
 //!   of one owner key (whose record would have been the other's answer), cannot both commit; acquisitions of
 //!   different slots by different owners do not conflict. A try after a lost race takes, as its preferred slot,
 //!   one of the slots as good as the lowest at random, so that clients started together spread out instead of
 //!   all retrying on one slot (as the etcd store does);
-//! - renewal and release check the namespace record and write their slot at the version they read;
+//! - renewal and release check the namespace record and write their slot at the version they read, with its index
+//!   entries (or, on a namespace without an index, only while it still has none);
 //! - `raise_not_before` writes the namespace record at the version it read (or creates it).
 //!
 //! A ZooKeeper server may answer reads from a state behind the leader's. Every decision is therefore confirmed
