@@ -1,7 +1,9 @@
 //! The Rust API's figures for the C benchmark (`tests/c/bench.sh` runs both): `Runtime::next_id` in bursts of
 //! 1,000 ids below the cap, and sustained as a percent of the cap, measured as `tests/c/bench.c` measures the C
 //! API; the holder's fast path (what the C exports call), and ferroid's `AtomicSnowflakeGenerator` (the fastest
-//! Rust peer, a clock cached by a ticker thread) the same way. Prints figures, asserts nothing.
+//! Rust peer, a clock cached by a ticker thread) the same way, inlined in the loop and behind a C call (what a C
+//! program using ferroid would pay: an out-pointer, a result code, a call it cannot inline, as
+//! `cosid_next_id(&id)`). Prints figures, asserts nothing.
 //!
 //! `cargo bench -p cosid-ffi --bench rust_next_id [-- SECONDS]`
 
@@ -14,6 +16,22 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 const BURST: u32 = 1_000;
+
+/// A process-wide ferroid generator, as a C API over ferroid would keep one.
+static FERROID: std::sync::OnceLock<AtomicSnowflakeGenerator<SnowflakeTwitterId, MonotonicClock>> =
+    std::sync::OnceLock::new();
+
+/// ferroid behind `cosid_next_id`'s signature: the id through `out`, 0 on success.
+#[inline(never)]
+extern "C" fn ferroid_next_id(out: *mut u64) -> i32 {
+    let Some(generator) = FERROID.get() else {
+        return -1;
+    };
+    let id = generator.next_id(|_| std::thread::yield_now());
+    // SAFETY: the caller passes a valid, writable pointer (the benchmark's own local).
+    unsafe { *out = id.to_raw() };
+    0
+}
 
 fn main() {
     let seconds: f64 = std::env::args()
@@ -50,6 +68,20 @@ fn main() {
         AtomicSnowflakeGenerator::new(1, MonotonicClock::with_epoch(TWITTER_EPOCH));
     bursts_of("ferroid (Rust peer)", bursts, || {
         ferroid.next_id(|_| std::thread::yield_now())
+    });
+    FERROID
+        .set(AtomicSnowflakeGenerator::new(
+            1,
+            MonotonicClock::with_epoch(TWITTER_EPOCH),
+        ))
+        .ok()
+        .expect("set once");
+    // Called through a pointer the compiler cannot see through, as a call into a shared library is.
+    let call: extern "C" fn(*mut u64) -> i32 = black_box(ferroid_next_id);
+    bursts_of("ferroid via a C call", bursts, || {
+        let mut id = 0u64;
+        let rc = call(&mut id);
+        (rc, id)
     });
 
     let start = Instant::now();

@@ -38,6 +38,7 @@ fn global() -> &'static Holder {
 /// # Safety
 ///
 /// `out_id` points to a writable `uint64_t`.
+/// cbindgen:postfix=COSID_ID_CALL
 #[no_mangle]
 pub unsafe extern "C" fn cosid_next_id(out_id: *mut u64) -> cosid_result {
     if !out_id.is_null() {

@@ -197,6 +197,7 @@ pub unsafe extern "C" fn cosid_runtime_new(
 /// # Safety
 ///
 /// `rt` is a live handle; `out_id` points to a writable `uint64_t`.
+/// cbindgen:postfix=COSID_ID_CALL
 #[no_mangle]
 pub unsafe extern "C" fn cosid_runtime_next_id(
     rt: *const cosid_runtime,

@@ -8,12 +8,13 @@ fn generate() -> String {
     let crate_dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let mut config =
         cbindgen::Config::from_file(crate_dir.join("cbindgen.toml")).expect("ffi/cbindgen.toml");
+    let own = config.after_includes.take().unwrap_or_default();
     config.after_includes = Some(format!(
         "\n/** The version of this header; compare with cosid_version() for the library loaded at run time. */\n\
          #define COSID_VERSION \"{}\"\n\
          #define COSID_VERSION_MAJOR {}\n\
          #define COSID_VERSION_MINOR {}\n\
-         #define COSID_VERSION_PATCH {}",
+         #define COSID_VERSION_PATCH {}{own}",
         env!("CARGO_PKG_VERSION"),
         env!("CARGO_PKG_VERSION_MAJOR"),
         env!("CARGO_PKG_VERSION_MINOR"),

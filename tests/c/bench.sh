@@ -21,6 +21,8 @@ cargo bench -q -p cosid-ffi --bench rust_next_id -- "$seconds" | tee "$out/bench
 # and the C call against ferroid's Rust call measured the same way in this run.
 awk '/cosid_next_id .*burst/ {cm=$(NF-4); cmed=$(NF-1)} END {print cm, cmed}' "$out/bench-c.txt" > "$out/bench-c.fig"
 awk '/Runtime::next_id .*burst/ {rm=$(NF-4); rmed=$(NF-1)} END {print rm, rmed}' "$out/bench-rust.txt" > "$out/bench-rust.fig"
-awk '/ferroid .*burst/ {fm=$(NF-4); fmed=$(NF-1)} END {print fm, fmed}' "$out/bench-rust.txt" > "$out/bench-ferroid.fig"
+awk '/ferroid \(Rust peer\) .*burst/ {fm=$(NF-4); fmed=$(NF-1)} END {print fm, fmed}' "$out/bench-rust.txt" > "$out/bench-ferroid.fig"
+awk '/ferroid via a C call .*burst/ {fm=$(NF-4); fmed=$(NF-1)} END {print fm, fmed}' "$out/bench-rust.txt" > "$out/bench-ferroid-c.fig"
 paste "$out/bench-c.fig" "$out/bench-rust.fig" | awk '{ printf "C cosid_next_id() costs %+.2f ns/id (mean) and %+.2f ns/id (median) beside Runtime::next_id\n", $1 - $3, $2 - $4 }'
 paste "$out/bench-c.fig" "$out/bench-ferroid.fig" | awk '{ printf "ferroid (Rust) / C cosid_next_id(): %.2f (means), %.2f (medians); above 1, the C call is the faster\n", $3 / $1, $4 / $2 }'
+paste "$out/bench-c.fig" "$out/bench-ferroid-c.fig" | awk '{ printf "ferroid via a C call / C cosid_next_id(): %.2f (means), %.2f (medians); above 1, cosid is the faster\n", $3 / $1, $4 / $2 }'
