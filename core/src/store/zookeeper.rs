@@ -53,7 +53,6 @@ use std::sync::Arc;
 use std::time::Duration;
 use zookeeper_client::{
     Acls, Client, CreateMode, CreateOptions, Error as ZkError, MultiReadResult, MultiWriteError,
-    MultiWriter,
 };
 
 const KIND: &str = "zookeeper";
@@ -697,32 +696,6 @@ fn stray_znode(ns: &Namespace, path: &str) -> StoreError {
     )
 }
 
-/// Adds a write of `data` at `path`: at `version` if the znode was read, else a create.
-fn put(
-    multi: &mut MultiWriter<'_>,
-    path: &str,
-    data: &[u8],
-    version: Option<i32>,
-    options: &CreateOptions<'_>,
-) -> Result<(), ZkError> {
-    match version {
-        Some(v) => multi.add_set_data(path, data, Some(v)),
-        None => multi.add_create(path, data, options),
-    }
-}
-
-/// Commits a multi: `false` when one of its checks failed (another writer got there first).
-async fn commit(multi: &mut MultiWriter<'_>) -> Result<bool, StoreError> {
-    match multi.commit().await {
-        Ok(_) => Ok(true),
-        Err(MultiWriteError::OperationFailed {
-            source: ZkError::BadVersion | ZkError::NodeExists | ZkError::NoNode,
-            ..
-        }) => Ok(false),
-        Err(e) => Err(zk_err(e.into())),
-    }
-}
-
 #[async_trait::async_trait]
 impl LeaseStore for ZookeeperStore {
     fn kind(&self) -> &'static str {
@@ -855,25 +828,19 @@ impl LeaseStore for ZookeeperStore {
             let ns_version = stored.as_ref().map(|(_, v)| *v);
             let record =
                 protocol::raise_not_before(namespace, stored.map(|(r, _)| r), config, not_before)?;
-            let options = self.create_options();
-            let mut multi = client.new_multi_writer();
-            let built = (|| {
-                if !dir_exists {
-                    multi.add_create(&paths.dir, b"", &options)?;
-                }
-                if !slots_exist {
-                    multi.add_create(&paths.slots, b"", &options)?;
-                }
-                put(
-                    &mut multi,
-                    &paths.namespace,
-                    &encode_namespace(&record),
-                    ns_version,
-                    &options,
-                )
-            })();
-            built.map_err(zk_err)?;
-            Ok(if commit(&mut multi).await? {
+            let mut ops = Vec::new();
+            if !dir_exists {
+                ops.push(Write::create(&paths.dir, b""));
+            }
+            if !slots_exist {
+                ops.push(Write::create(&paths.slots, b""));
+            }
+            ops.push(Write::put(
+                &paths.namespace,
+                &encode_namespace(&record),
+                ns_version,
+            ));
+            Ok(if self.commit_ops(&client, ops).await? {
                 Try::Done(record)
             } else {
                 Try::Raced
