@@ -325,9 +325,18 @@ impl ZookeeperStore {
         let namespace_changed = stored != record;
         let Some(w) = &grant.write else {
             // The owner already holds a slot (a retried acquisition). A server may answer reads from a state behind
-            // the leader's: confirm through the leader that the records are still as read.
+            // the leader's: confirm through the leader that the records are still as read (and upgrade the
+            // namespace record if it needs it).
             let held = grant.acquired.lease.slot;
-            let mut ops = vec![Write::check(&paths.namespace, ns_version)];
+            let mut ops = vec![if namespace_changed {
+                Write::set(
+                    &paths.namespace,
+                    &encode_namespace(&record),
+                    Some(ns_version),
+                )
+            } else {
+                Write::check(&paths.namespace, ns_version)
+            }];
             ops.extend(
                 records
                     .get(&held)
