@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
@@ -67,7 +68,7 @@ class ProcessesTest {
         assertEquals(total, ids.size(), (total - ids.size()) + " repeated ids across " + JVMS + " JVMs");
         assertEquals(JVMS, slots.size(), "slots " + slots);
         // Every child released its slot at exit: a newcomer (another owner key) takes slot 0 at once.
-        try (Runtime rt = Runtime.builder().store(store).namespace(namespace).ttl(java.time.Duration.ofSeconds(5))
+        try (Runtime rt = Runtime.builder().store(store).namespace(namespace).ttl(Duration.ofSeconds(5))
                 .ownerKey("after-the-children").build()) {
             assertEquals(0, rt.status().slot());
             long id = rt.nextId();
