@@ -210,22 +210,24 @@ if [ "$(id -u)" = 0 ]; then
         "${run[@]}")
     # readOnlyRootFilesystem: in a mount namespace of its own, every mount read-only but the state folder (and
     # /proc, /sys, /dev, as in a container).
-    if unshare --mount --propagation private true 2>/dev/null; then
-        # shellcheck disable=SC2016
-        run=(unshare --mount --propagation private sh -c '
-            state=$1; shift
-            mount --bind "$state" "$state"
-            findmnt -rn -o TARGET | sed "s/\\\\x20/ /g" | while IFS= read -r m; do
-                case "$m" in /proc|/proc/*|/sys|/sys/*|/dev|/dev/*|"$state") continue ;; esac
-                mount -o remount,bind,ro "$m" 2>/dev/null || true
-            done
-            if touch /.cosid-deploy-rw-probe 2>/dev/null; then rm -f /.cosid-deploy-rw-probe; echo "the root is still writable" >&2; exit 97; fi
-            cd "$1" && shift
-            exec "$@"' sh "$work/state" "$work/cwd" "${run[@]}")
+    # shellcheck disable=SC2016
+    readonly_root=(unshare --mount --propagation private sh -c '
+        state=$1; shift
+        mount --bind "$state" "$state" || exit 97
+        findmnt -rn -o TARGET | sed "s/\\\\x20/ /g" | while IFS= read -r m; do
+            case "$m" in /proc|/proc/*|/sys|/sys/*|/dev|/dev/*|"$state") continue ;; esac
+            mount -o remount,bind,ro "$m" 2>/dev/null || true
+        done
+        if touch /.cosid-deploy-rw-probe 2>/dev/null; then rm -f /.cosid-deploy-rw-probe; exit 97; fi
+        cd "$1" && shift
+        exec "$@"' sh "$work/state" "$work/cwd")
+    # Where mount namespaces or read-only remounts are not allowed, the folders' modes alone keep it in.
+    if "${readonly_root[@]}" true 2>/dev/null; then
+        run=("${readonly_root[@]}" "${run[@]}")
         ro_note="every mount read-only but $work/state (a mount namespace)"
     else
         run=(sh -c 'cd "$1" && shift && exec "$@"' sh "$work/cwd" "${run[@]}")
-        ro_note="no read-only file system (mount namespaces not allowed here): UID $uid can write only its state folder and world-writable folders"
+        ro_note="no read-only file system (no mount namespace here): UID $uid can write only its state folder and world-writable folders"
     fi
 else
     run=(sh -c 'cd "$1" && shift && exec "$@"' sh "$work/cwd" "${run[@]}")
