@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -355,18 +356,10 @@ func checkService(file string, svc *corev1.Service, d *appsv1.Deployment, p *pro
 		if target.Type == intstr.Int && target.IntVal == 0 {
 			target = intstr.FromInt32(sp.Port)
 		}
-		if resolvePort(target, named) == 0 || !slices.Contains(mapValues(named), resolvePort(target, named)) {
+		if port := resolvePort(target, named); port == 0 || !slices.Contains(slices.Collect(maps.Values(named)), port) {
 			p.add(file, "port %q: targetPort %s is not a port of the Deployment's container", sp.Name, target.String())
 		}
 	}
-}
-
-func mapValues(m map[string]int32) []int32 {
-	var out []int32
-	for _, v := range m {
-		out = append(out, v)
-	}
-	return out
 }
 
 func checkBudget(file string, pdb *policyv1.PodDisruptionBudget, d *appsv1.Deployment, p *problems) {
