@@ -2,10 +2,11 @@
 // The error of these helpers is the HTTP answer itself, made once per refused request: boxing it buys nothing.
 #![allow(clippy::result_large_err)]
 
-use axum::body::Bytes;
-use axum::extract::rejection::BytesRejection;
-use axum::extract::{DefaultBodyLimit, Path, Query, State as Shared};
-use axum::http::{HeaderMap, StatusCode};
+use axum::body::{Body, Bytes};
+use axum::extract::rejection::{BytesRejection, PathRejection, QueryRejection};
+use axum::extract::{MatchedPath, Path, Query, Request, State as Shared};
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
@@ -16,9 +17,12 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use super::auth::{Tokens, Verdict};
+use super::capability;
+use super::conn::Peer;
+use super::limit::Limits;
 use super::metrics::Metrics;
 use cosid::host::ErrorCode;
 use cosid::{Config, Runtime};
@@ -41,6 +45,23 @@ pub struct State {
     pub max_ids: usize,
     /// The latest events of those runtimes, for the dashboard (renewals left out: they come every few seconds).
     pub events: Mutex<std::collections::VecDeque<Recent>>,
+    /// The rate limits of every client.
+    pub limits: Limits,
+    /// What a request may ask for.
+    pub bounds: Bounds,
+    /// This server's instance id, in the `cosid-serve-via` chain of the requests it makes to an `http://` store.
+    pub instance: String,
+}
+
+/// Bounds on what requests may ask for.
+#[derive(Debug, Clone)]
+pub struct Bounds {
+    /// Farthest a `not_before` may be set past the store's clock (ms).
+    pub max_not_before_ahead_ms: u64,
+    /// Namespaces `/v1/ids` serves at once.
+    pub max_id_namespaces: usize,
+    /// A `/v1/ids` runtime idle for that long is stopped.
+    pub id_idle: Duration,
 }
 
 /// How many events the dashboard keeps.
@@ -86,8 +107,42 @@ impl State {
             .collect();
         for (_, cell) in all {
             // Waits for a start under way, then stops what it made.
-            let rt = cell.lock().unwrap_or_else(|e| e.into_inner()).take();
+            let rt = cell
+                .runtime
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .take();
             if let Some(rt) = rt {
+                rt.shutdown();
+            }
+        }
+    }
+
+    /// Stops the `/v1/ids` runtimes that have issued nothing for [`Bounds::id_idle`], releasing their slots.
+    pub fn stop_idle(&self) {
+        let idle: Vec<(String, RuntimeCell)> = {
+            let mut map = self.runtimes.lock().unwrap_or_else(|e| e.into_inner());
+            let names: Vec<String> = map
+                .iter()
+                // Under the map's lock, a cell no request holds (requests clone it under this lock) stays so.
+                .filter(|(_, cell)| {
+                    Arc::strong_count(cell) == 1 && cell.idle() >= self.bounds.id_idle
+                })
+                .map(|(n, _)| n.clone())
+                .collect();
+            names
+                .into_iter()
+                .filter_map(|n| map.remove(&n).map(|c| (n, c)))
+                .collect()
+        };
+        for (name, cell) in idle {
+            let rt = cell
+                .runtime
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .take();
+            if let Some(rt) = rt {
+                tracing::info!(namespace = %name, "the /ids runtime of the namespace is idle: stopped, its slot released");
                 rt.shutdown();
             }
         }
@@ -101,7 +156,7 @@ impl State {
             .iter()
             .filter_map(|(ns, cell)| {
                 // A namespace whose runtime is starting holds nothing yet; one whose start failed has none.
-                let rt = match cell.try_lock() {
+                let rt = match cell.runtime.try_lock() {
                     Ok(rt) => rt.clone()?,
                     Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner().clone()?,
                     Err(std::sync::TryLockError::WouldBlock) => return Some((ns.clone(), 0)),
@@ -115,73 +170,297 @@ impl State {
 
 type S = Arc<State>;
 
-/// The runtime of one namespace of `/v1/ids`, once started.
-pub type RuntimeCell = Arc<Mutex<Option<Arc<Runtime>>>>;
+/// The runtime of one namespace of `/v1/ids`, once started, and when it was last used.
+#[derive(Debug)]
+pub struct IdRuntime {
+    pub runtime: Mutex<Option<Arc<Runtime>>>,
+    started: Instant,
+    last_used_ms: std::sync::atomic::AtomicU64,
+}
 
-/// The lease API.
-pub fn router(state: S, max_body: usize) -> Router {
-    Router::new()
-        .route("/v1/store", get(store_info))
-        .route("/v1/init", post(init))
-        .route(
-            "/v1/namespaces/{ns}",
-            get(read_namespace).put(create_namespace),
-        )
-        .route("/v1/namespaces/{ns}/acquire", post(acquire))
-        .route("/v1/namespaces/{ns}/renew", post(renew))
-        .route("/v1/namespaces/{ns}/release", post(release))
-        .route("/v1/namespaces/{ns}/slots", get(slots))
-        .route("/v1/namespaces/{ns}/not_before", post(not_before))
-        .route("/v1/namespaces/{ns}/ids", get(ids))
-        .route("/metrics", get(metrics))
-        .route("/dashboard", get(dashboard))
-        .route("/healthz", get(|| async { "ok\n" }))
-        .route("/readyz", get(readyz))
+impl Default for IdRuntime {
+    fn default() -> Self {
+        Self {
+            runtime: Mutex::default(),
+            started: Instant::now(),
+            last_used_ms: Default::default(),
+        }
+    }
+}
+
+impl IdRuntime {
+    fn touch(&self) {
+        let now = u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        self.last_used_ms
+            .store(now, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    fn idle(&self) -> Duration {
+        let last = self.last_used_ms.load(std::sync::atomic::Ordering::Relaxed);
+        self.started
+            .elapsed()
+            .saturating_sub(Duration::from_millis(last))
+    }
+}
+
+/// A namespace's [`IdRuntime`].
+pub type RuntimeCell = Arc<IdRuntime>;
+
+/// The route templates, as metrics and logs name them.
+const ROUTES: [&str; 13] = [
+    "/v1/store",
+    "/v1/init",
+    "/v1/namespaces/{ns}",
+    "/v1/namespaces/{ns}/acquire",
+    "/v1/namespaces/{ns}/renew",
+    "/v1/namespaces/{ns}/release",
+    "/v1/namespaces/{ns}/slots",
+    "/v1/namespaces/{ns}/not_before",
+    "/v1/namespaces/{ns}/ids",
+    "/metrics",
+    "/dashboard",
+    "/healthz",
+    "/readyz",
+];
+
+const RENEW_ROUTE: &str = "/v1/namespaces/{ns}/renew";
+
+/// The lease API, behind [`front`] (loop check, limits, the body read, the access log and request metrics).
+pub fn router(state: S, max_body: usize, body_timeout: Duration) -> Router {
+    let front_state = Front {
+        state: state.clone(),
+        max_body,
+        body_timeout,
+    };
+    let mut router = Router::new();
+    for route in ROUTES {
+        router = match route {
+            "/v1/store" => router.route(route, get(store_info)),
+            "/v1/init" => router.route(route, post(init)),
+            "/v1/namespaces/{ns}" => router.route(route, get(read_namespace).put(create_namespace)),
+            "/v1/namespaces/{ns}/acquire" => router.route(route, post(acquire)),
+            "/v1/namespaces/{ns}/renew" => router.route(route, post(renew)),
+            "/v1/namespaces/{ns}/release" => router.route(route, post(release)),
+            "/v1/namespaces/{ns}/slots" => router.route(route, get(slots)),
+            "/v1/namespaces/{ns}/not_before" => router.route(route, post(not_before)),
+            "/v1/namespaces/{ns}/ids" => router.route(route, get(ids)),
+            "/metrics" => router.route(route, get(metrics)),
+            "/dashboard" => router.route(route, get(dashboard)),
+            "/healthz" => router.route(route, get(|| async { "ok\n" })),
+            "/readyz" => router.route(route, get(readyz)),
+            _ => unreachable!("every route of ROUTES has a handler"),
+        };
+    }
+    router
         .fallback(|| async {
             refused(
                 StatusCode::NOT_FOUND,
                 "no such path; see docs/serve.md".into(),
             )
         })
-        .layer(DefaultBodyLimit::max(max_body))
+        .method_not_allowed_fallback(|| async {
+            refused(
+                StatusCode::METHOD_NOT_ALLOWED,
+                "this path does not take that method; see docs/serve.md".into(),
+            )
+        })
+        .layer(axum::middleware::from_fn_with_state(front_state, front))
         .with_state(state)
 }
 
-/// A JSON answer.
+#[derive(Clone)]
+struct Front {
+    state: S,
+    max_body: usize,
+    body_timeout: Duration,
+}
+
+/// The code of an error answer, for [`front`]'s metrics.
+#[derive(Debug, Clone)]
+struct Code(String);
+
+/// Every request passes here: a chain of servers that loops back is refused; the client (its token, or its
+/// address) is identified and charged to its own rate limits; the body is read whole within `--body-timeout` and
+/// `--max-body`; the handler runs with the request's `cosid-serve-via` chain for the calls it makes on an
+/// `http://` store; then one access-log line and the request's metrics.
+async fn front(Shared(f): Shared<Front>, req: Request, next: Next) -> Response {
+    let started = Instant::now();
+    let state = &f.state;
+    let route: &'static str = req
+        .extensions()
+        .get::<MatchedPath>()
+        .and_then(|m| ROUTES.iter().find(|r| **r == m.as_str()).copied())
+        .unwrap_or("other");
+    let peer = req
+        .extensions()
+        .get::<Peer>()
+        .map_or(std::net::IpAddr::from([0, 0, 0, 0]), |p| p.0.ip());
+    let identity = state.tokens.identify(
+        req.headers()
+            .get(axum::http::header::AUTHORIZATION)
+            .map(HeaderValue::as_bytes),
+    );
+    let method = req.method().clone();
+    let via = req
+        .headers()
+        .get(cosid::store::http::VIA_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_owned();
+    let response = 'answer: {
+        let chain: Vec<&str> = via.split(',').filter(|v| !v.is_empty()).collect();
+        if chain.contains(&state.instance.as_str()) || chain.len() > 16 {
+            break 'answer refused(
+                StatusCode::LOOP_DETECTED,
+                "the request loops back to a cosid serve it passed through: a server's store leads back to it".into(),
+            );
+        }
+        // Liveness probes are never limited: they cost nothing and a load balancer must always get an answer.
+        if route != "/healthz" {
+            if let Err(refusal) = state.limits.charge(&identity, peer, route == RENEW_ROUTE) {
+                state.metrics.limited(refusal.reason());
+                let mut r = refused(
+                    StatusCode::TOO_MANY_REQUESTS,
+                    "rate limit reached; retry later".into(),
+                );
+                r.headers_mut()
+                    .insert("retry-after", HeaderValue::from_static("1"));
+                break 'answer r;
+            }
+        }
+        let (parts, body) = req.into_parts();
+        let declared = parts
+            .headers
+            .get(axum::http::header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+        if declared.is_some_and(|n| n > f.max_body as u64) {
+            break 'answer too_large(f.max_body);
+        }
+        let bytes = match tokio::time::timeout(
+            f.body_timeout,
+            axum::body::to_bytes(body, f.max_body),
+        )
+        .await
+        {
+            Ok(Ok(b)) => b,
+            Ok(Err(e)) => {
+                let limit = std::error::Error::source(&e)
+                    .is_some_and(|s| s.is::<http_body_util::LengthLimitError>());
+                break 'answer if limit {
+                    too_large(f.max_body)
+                } else {
+                    refused(
+                        StatusCode::BAD_REQUEST,
+                        format!("cannot read the request body: {e}"),
+                    )
+                };
+            }
+            Err(_) => {
+                break 'answer refused(
+                    StatusCode::REQUEST_TIMEOUT,
+                    format!(
+                        "the request body did not arrive within {} ms (--body-timeout)",
+                        f.body_timeout.as_millis()
+                    ),
+                )
+            }
+        };
+        let req = Request::from_parts(parts, Body::from(bytes));
+        cosid::store::http::VIA
+            .scope(via.clone(), next.run(req))
+            .await
+    };
+    let status = response.status().as_u16();
+    let seconds = started.elapsed().as_secs_f64();
+    state.metrics.request(route, status, seconds);
+    if let Some(Code(code)) = response.extensions().get::<Code>() {
+        state.metrics.error(code);
+    }
+    tracing::info!(
+        method = %method,
+        route,
+        status,
+        duration_ms = (seconds * 1000.0 * 1000.0).round() / 1000.0,
+        client = state.tokens.name(&identity),
+        peer = %peer,
+        "request"
+    );
+    response
+}
+
+fn too_large(max: usize) -> Response {
+    refused(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        format!("the request body is larger than {max} bytes (--max-body)"),
+    )
+}
+
+/// A JSON answer; never cached (ids and leases are each for one caller).
 fn json(status: StatusCode, value: &impl Serialize) -> Response {
     let body = serde_json::to_vec(value).unwrap_or_default();
     (
         status,
-        [(axum::http::header::CONTENT_TYPE, "application/json")],
+        [
+            (axum::http::header::CONTENT_TYPE, "application/json"),
+            (axum::http::header::CACHE_CONTROL, "no-store"),
+        ],
         body,
     )
         .into_response()
 }
 
-/// A request refused before it reached the store.
+/// The code of a request refused before the store, by its status.
+fn refusal_code(status: StatusCode) -> &'static str {
+    match status {
+        StatusCode::UNAUTHORIZED => "UNAUTHORIZED",
+        StatusCode::FORBIDDEN => "FORBIDDEN",
+        StatusCode::NOT_FOUND => "NOT_FOUND",
+        StatusCode::METHOD_NOT_ALLOWED => "METHOD_NOT_ALLOWED",
+        StatusCode::REQUEST_TIMEOUT => "REQUEST_TIMEOUT",
+        StatusCode::PAYLOAD_TOO_LARGE => "PAYLOAD_TOO_LARGE",
+        StatusCode::TOO_MANY_REQUESTS => "RATE_LIMITED",
+        StatusCode::LOOP_DETECTED => wire::LOOP,
+        StatusCode::SERVICE_UNAVAILABLE => "UNAVAILABLE",
+        StatusCode::INTERNAL_SERVER_ERROR => "INTERNAL",
+        _ => "BAD_REQUEST",
+    }
+}
+
+/// A request refused before it reached the store: the error body with the code of `status`.
 pub fn refused(status: StatusCode, message: String) -> Response {
-    json(
+    let code = refusal_code(status);
+    let mut r = json(
         status,
         &wire::ErrorBody {
             error: wire::WireError::BadRequest {
                 message: message.clone(),
+                code: code.to_owned(),
             },
             message,
+            code: code.to_owned(),
         },
-    )
+    );
+    r.extensions_mut().insert(Code(code.to_owned()));
+    r
 }
 
 /// The answer for a store error: its status and wire form.
-fn failed(state: &State, e: &StoreError) -> Response {
-    state.metrics.error(ErrorCode::of_store(e).name());
+fn failed(e: &StoreError) -> Response {
     let status = StatusCode::from_u16(wire::status(e)).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    json(status, &wire::ErrorBody::of(e))
+    let body = wire::ErrorBody::of(e);
+    if status.is_server_error() {
+        tracing::warn!(code = %body.code, error = %body.message, "store error");
+    }
+    let code = body.code.clone();
+    let mut r = json(status, &body);
+    r.extensions_mut().insert(Code(code));
+    r
 }
 
-fn answer<T: Serialize>(state: &State, r: Result<T, StoreError>) -> Response {
+fn answer<T: Serialize>(r: Result<T, StoreError>) -> Response {
     match r {
         Ok(v) => json(StatusCode::OK, &v),
-        Err(e) => failed(state, &e),
+        Err(e) => failed(&e),
     }
 }
 
@@ -198,29 +477,35 @@ fn authorize(state: &State, headers: &HeaderMap, namespace: Option<&str>) -> Res
             "the token does not open this namespace",
         ),
     };
-    state.metrics.error(if status == StatusCode::UNAUTHORIZED {
-        "UNAUTHORIZED"
-    } else {
-        "FORBIDDEN"
-    });
     let mut response = refused(status, message.into());
     if status == StatusCode::UNAUTHORIZED {
         response.headers_mut().insert(
             axum::http::header::WWW_AUTHENTICATE,
-            axum::http::HeaderValue::from_static("Bearer"),
+            HeaderValue::from_static("Bearer"),
         );
     }
     Err(response)
 }
 
 /// The namespace of the path, if the request may use it.
-fn namespace(state: &State, headers: &HeaderMap, name: String) -> Result<Namespace, Response> {
+fn namespace(
+    state: &State,
+    headers: &HeaderMap,
+    path: Result<Path<String>, PathRejection>,
+) -> Result<Namespace, Response> {
+    let Path(name) = path.map_err(|e| {
+        refused(
+            StatusCode::BAD_REQUEST,
+            format!("invalid path: {}", e.body_text()),
+        )
+    })?;
     authorize(state, headers, Some(&name))?;
-    Namespace::new(name).map_err(|e| refused(StatusCode::BAD_REQUEST, e.to_string()))
+    let ns = Namespace::new(name).map_err(|e| refused(StatusCode::BAD_REQUEST, e.to_string()))?;
+    state.metrics.watch(ns.as_str());
+    Ok(ns)
 }
 
-/// The request body as JSON. A body the server would not read (larger than `--max-body`, say) is refused as the
-/// other bad requests are: its status (413) and a JSON error body.
+/// The request body as JSON.
 fn body<T: DeserializeOwned>(bytes: &Result<Bytes, BytesRejection>) -> Result<T, Response> {
     let bytes = bytes
         .as_ref()
@@ -240,6 +525,32 @@ fn decoded<T>(r: Result<T, String>) -> Result<T, Response> {
             format!("invalid request body: {e}"),
         )
     })
+}
+
+/// `value` (ms) of the field `what`, if it is at most the longest of `range`. Only the longest matters: a short
+/// ttl harms no one but its holder (and a renewal never shortens a lease), where a long one would hold a slot, or
+/// a window, for good.
+fn at_most(what: &str, value: u64, range: cosid::config::DurationRange) -> Result<(), Response> {
+    let max = u64::try_from(range.max.as_millis()).unwrap_or(u64::MAX);
+    if value <= max {
+        Ok(())
+    } else {
+        Err(refused(
+            StatusCode::BAD_REQUEST,
+            format!(
+                "{what} = {value}; expected at most {max} ({})",
+                humantime_ms(max)
+            ),
+        ))
+    }
+}
+
+fn humantime_ms(ms: u64) -> String {
+    match ms {
+        ms if ms % 86_400_000 == 0 => format!("{} days", ms / 86_400_000),
+        ms if ms % 1000 == 0 => format!("{} s", ms / 1000),
+        ms => format!("{ms} ms"),
+    }
 }
 
 /// The lease of a body, which must be of the namespace of the path.
@@ -277,44 +588,57 @@ async fn store_info(Shared(state): Shared<S>, headers: HeaderMap) -> Response {
 
 async fn init(Shared(state): Shared<S>, headers: HeaderMap) -> Response {
     tried!(authorize(&state, &headers, None));
-    answer(
-        &state,
-        state.store.init().await.map(|()| serde_json::json!({})),
-    )
+    answer(state.store.init().await.map(|()| serde_json::json!({})))
 }
 
+/// An acquisition: the store keeps the owner's incarnation sealed (`capability`), and the answer gives the
+/// client its own back.
 async fn acquire(
     Shared(state): Shared<S>,
     headers: HeaderMap,
-    Path(ns): Path<String>,
+    path: Result<Path<String>, PathRejection>,
     bytes: Result<Bytes, BytesRejection>,
 ) -> Response {
-    let ns = tried!(namespace(&state, &headers, ns));
+    let ns = tried!(namespace(&state, &headers, path));
     let req: wire::AcquireBody = tried!(body(&bytes));
     let (config, request) = tried!(decoded(req.decode()));
+    tried!(at_most("ttl_ms", request.ttl_ms, cosid::config::TTL_RANGE));
+    let acquired = state
+        .store
+        .acquire(&ns, &config, &capability::seal_request(&request))
+        .await;
+    state.metrics.acquisition(match &acquired {
+        Ok(_) => "ok",
+        Err(e) => ErrorCode::of_store(e).name(),
+    });
     answer(
-        &state,
-        state
-            .store
-            .acquire(&ns, &config, &request)
-            .await
-            .map(|a| wire::AcquiredBody::of(&a)),
+        acquired.map(|a| wire::AcquiredBody::of(&capability::unseal_acquired(a, &request.owner))),
     )
 }
 
 async fn renew(
     Shared(state): Shared<S>,
     headers: HeaderMap,
-    Path(ns): Path<String>,
+    path: Result<Path<String>, PathRejection>,
     bytes: Result<Bytes, BytesRejection>,
 ) -> Response {
-    let ns = tried!(namespace(&state, &headers, ns));
+    let ns = tried!(namespace(&state, &headers, path));
     let req: wire::RenewBody = tried!(body(&bytes));
     let lease = tried!(lease_of(&ns, &req.lease));
+    tried!(at_most("ttl_ms", req.ttl_ms, cosid::config::TTL_RANGE));
+    tried!(at_most(
+        "tolerance_ms",
+        req.tolerance_ms,
+        cosid::config::TOLERANCE_RANGE
+    ));
     let started = Instant::now();
     let renewed = state
         .store
-        .renew(&lease, req.ttl_ms, req.tolerance_ms)
+        .renew(
+            &capability::seal_lease(&lease),
+            req.ttl_ms,
+            req.tolerance_ms,
+        )
         .await;
     let seconds = started.elapsed().as_secs_f64();
     match &renewed {
@@ -323,32 +647,34 @@ async fn renew(
             .metrics
             .renewal(ErrorCode::of_store(e).name(), Some(seconds)),
     }
-    answer(&state, renewed.map(|l| wire::Lease::of(&l)))
+    answer(renewed.map(|l| wire::Lease::of(&capability::unseal_lease(l, &lease.owner))))
 }
 
 async fn release(
     Shared(state): Shared<S>,
     headers: HeaderMap,
-    Path(ns): Path<String>,
+    path: Result<Path<String>, PathRejection>,
     bytes: Result<Bytes, BytesRejection>,
 ) -> Response {
-    let ns = tried!(namespace(&state, &headers, ns));
+    let ns = tried!(namespace(&state, &headers, path));
     let req: wire::ReleaseBody = tried!(body(&bytes));
     let lease = tried!(lease_of(&ns, &req.lease));
     answer(
-        &state,
         state
             .store
-            .release(&lease, req.last_issued)
+            .release(&capability::seal_lease(&lease), req.last_issued)
             .await
             .map(|()| serde_json::json!({})),
     )
 }
 
-async fn slots(Shared(state): Shared<S>, headers: HeaderMap, Path(ns): Path<String>) -> Response {
-    let ns = tried!(namespace(&state, &headers, ns));
+async fn slots(
+    Shared(state): Shared<S>,
+    headers: HeaderMap,
+    path: Result<Path<String>, PathRejection>,
+) -> Response {
+    let ns = tried!(namespace(&state, &headers, path));
     answer(
-        &state,
         state
             .store
             .inspect(&ns)
@@ -361,26 +687,23 @@ async fn slots(Shared(state): Shared<S>, headers: HeaderMap, Path(ns): Path<Stri
 async fn read_namespace(
     Shared(state): Shared<S>,
     headers: HeaderMap,
-    Path(ns): Path<String>,
+    path: Result<Path<String>, PathRejection>,
 ) -> Response {
-    let ns = tried!(namespace(&state, &headers, ns));
-    answer(
-        &state,
-        state.store.inspect(&ns).await.map(|i| {
-            serde_json::json!({
-                "namespace": ns.as_str(),
-                "record": i.namespace.as_ref().map(wire::Record::of),
-                "store_now": i.store_now,
-            })
-        }),
-    )
+    let ns = tried!(namespace(&state, &headers, path));
+    answer(state.store.inspect(&ns).await.map(|i| {
+        serde_json::json!({
+            "namespace": ns.as_str(),
+            "record": i.namespace.as_ref().map(wire::Record::of),
+            "store_now": i.store_now,
+        })
+    }))
 }
 
 /// Records the namespace with the settings of the body (`{"config": ...}`), or checks them against the record.
 async fn create_namespace(
     Shared(state): Shared<S>,
     headers: HeaderMap,
-    Path(ns): Path<String>,
+    path: Result<Path<String>, PathRejection>,
     bytes: Result<Bytes, BytesRejection>,
 ) -> Response {
     #[derive(serde::Deserialize)]
@@ -388,11 +711,10 @@ async fn create_namespace(
     struct Create {
         config: wire::Config,
     }
-    let ns = tried!(namespace(&state, &headers, ns));
+    let ns = tried!(namespace(&state, &headers, path));
     let req: Create = tried!(body(&bytes));
     let config = tried!(decoded(req.config.decode()));
     answer(
-        &state,
         state
             .store
             .raise_not_before(&ns, &config, 0)
@@ -401,17 +723,32 @@ async fn create_namespace(
     )
 }
 
+/// Raises `not_before`, at most `--max-not-before-ahead` past the store's clock: further would refuse every
+/// start of the namespace until then, with no way back.
 async fn not_before(
     Shared(state): Shared<S>,
     headers: HeaderMap,
-    Path(ns): Path<String>,
+    path: Result<Path<String>, PathRejection>,
     bytes: Result<Bytes, BytesRejection>,
 ) -> Response {
-    let ns = tried!(namespace(&state, &headers, ns));
+    let ns = tried!(namespace(&state, &headers, path));
     let req: wire::NotBeforeBody = tried!(body(&bytes));
     let config = tried!(decoded(req.config.decode()));
+    let store_now = match state.store.inspect(&ns).await {
+        Ok(i) => i.store_now,
+        Err(e) => return failed(&e),
+    };
+    let limit = store_now.saturating_add(state.bounds.max_not_before_ahead_ms);
+    if req.not_before > limit {
+        return refused(
+            StatusCode::BAD_REQUEST,
+            format!(
+                "not_before = {}; expected at most {limit} (the store's clock {store_now} plus --max-not-before-ahead)",
+                req.not_before
+            ),
+        );
+    }
     answer(
-        &state,
         state
             .store
             .raise_not_before(&ns, &config, req.not_before)
@@ -435,21 +772,30 @@ fn one() -> usize {
 async fn ids(
     Shared(state): Shared<S>,
     headers: HeaderMap,
-    Path(ns): Path<String>,
-    Query(q): Query<IdsQuery>,
+    path: Result<Path<String>, PathRejection>,
+    query: Result<Query<IdsQuery>, QueryRejection>,
 ) -> Response {
-    let ns = tried!(namespace(&state, &headers, ns));
-    if q.n == 0 || q.n > state.max_ids {
+    let ns = tried!(namespace(&state, &headers, path));
+    let n = match query {
+        Ok(Query(q)) => q.n,
+        Err(e) => {
+            return refused(
+                StatusCode::BAD_REQUEST,
+                format!("{}; expected n = 1 to {}", e.body_text(), state.max_ids),
+            )
+        }
+    };
+    if n == 0 || n > state.max_ids {
         return refused(
             StatusCode::BAD_REQUEST,
-            format!("n = {}; expected 1 to {}", q.n, state.max_ids),
+            format!("n = {n}; expected 1 to {}", state.max_ids),
         );
     }
     let worker = state.clone();
     let name = ns.as_str().to_owned();
-    let issued = tokio::task::spawn_blocking(move || -> Result<Vec<cosid::Id>, cosid::Error> {
+    let issued = tokio::task::spawn_blocking(move || -> Result<Vec<cosid::Id>, IdsError> {
         let rt = runtime(&worker, &name)?;
-        rt.next_ids(q.n)
+        Ok(rt.next_ids(n)?)
     })
     .await;
     match issued {
@@ -461,37 +807,59 @@ async fn ids(
                 &serde_json::json!({ "namespace": ns.as_str(), "ids": ids }),
             )
         }
-        Ok(Err(e)) => id_failed(&state, &e),
+        Ok(Err(IdsError::Full)) => refused(
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!(
+                "this server already serves ids for {} namespaces (--max-id-namespaces); retry later",
+                state.bounds.max_id_namespaces
+            ),
+        ),
+        Ok(Err(IdsError::Id(e))) => id_failed(&e),
         Err(e) => refused(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
     }
 }
 
-fn id_failed(state: &State, e: &cosid::Error) -> Response {
+enum IdsError {
+    /// Every `/ids` runtime the server may run is running.
+    Full,
+    Id(cosid::Error),
+}
+
+impl From<cosid::Error> for IdsError {
+    fn from(e: cosid::Error) -> Self {
+        IdsError::Id(e)
+    }
+}
+
+fn id_failed(e: &cosid::Error) -> Response {
     if let cosid::Error::Store(e) = e {
-        return failed(state, e);
+        return failed(e);
     }
     let code = ErrorCode::of(e);
-    state.metrics.error(code.name());
-    json(
+    let mut r = json(
         StatusCode::SERVICE_UNAVAILABLE,
         &serde_json::json!({
             "error": { "kind": "id", "code": code.name(), "message": e.to_string() },
             "message": e.to_string(),
+            "code": code.name(),
         }),
-    )
+    );
+    r.extensions_mut().insert(Code(code.name().to_owned()));
+    r
 }
 
 /// The runtime of `namespace`, started (and its slot acquired) on first use.
-fn runtime(state: &Arc<State>, namespace: &str) -> Result<Arc<Runtime>, cosid::Error> {
-    let cell = state
-        .runtimes
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .entry(namespace.to_owned())
-        .or_default()
-        .clone();
+fn runtime(state: &Arc<State>, namespace: &str) -> Result<Arc<Runtime>, IdsError> {
+    let cell = {
+        let mut map = state.runtimes.lock().unwrap_or_else(|e| e.into_inner());
+        if !map.contains_key(namespace) && map.len() >= state.bounds.max_id_namespaces {
+            return Err(IdsError::Full);
+        }
+        map.entry(namespace.to_owned()).or_default().clone()
+    };
+    cell.touch();
     // Only this namespace's requests wait while its runtime acquires a slot.
-    let mut slot = cell.lock().unwrap_or_else(|e| e.into_inner());
+    let mut slot = cell.runtime.lock().unwrap_or_else(|e| e.into_inner());
     if let Some(rt) = &*slot {
         return Ok(rt.clone());
     }
@@ -514,10 +882,20 @@ fn runtime(state: &Arc<State>, namespace: &str) -> Result<Arc<Runtime>, cosid::E
                 state.record(&name, e);
             }
         })
-        .build()?;
-    let rt = Arc::new(rt);
-    *slot = Some(rt.clone());
-    Ok(rt)
+        .build();
+    match rt {
+        Ok(rt) => {
+            let rt = Arc::new(rt);
+            *slot = Some(rt.clone());
+            Ok(rt)
+        }
+        Err(e) => {
+            // A start that failed leaves no runtime: the namespace's place is given back.
+            drop(slot);
+            drop_cell(state, namespace);
+            Err(IdsError::Id(e))
+        }
+    }
 }
 
 async fn metrics(Shared(state): Shared<S>, headers: HeaderMap) -> Response {
@@ -539,11 +917,14 @@ async fn readyz(Shared(state): Shared<S>) -> Response {
     let probe = Namespace::new("cosid-readyz").expect("a valid name");
     match state.store.inspect(&probe).await {
         Ok(_) => (StatusCode::OK, "ready\n").into_response(),
-        Err(e) => (
-            StatusCode::SERVICE_UNAVAILABLE,
-            format!("store {}: {e}\n", state.shown),
-        )
-            .into_response(),
+        Err(e) => {
+            tracing::warn!(error = %e, "not ready: the store does not answer");
+            (
+                StatusCode::SERVICE_UNAVAILABLE,
+                format!("store {}: {e}\n", state.shown),
+            )
+                .into_response()
+        }
     }
 }
 
@@ -573,4 +954,44 @@ async fn dashboard(
         page,
     )
         .into_response()
+}
+
+/// Forgets the cell of `namespace` if no runtime was made in it.
+fn drop_cell(state: &State, namespace: &str) {
+    let mut map = state.runtimes.lock().unwrap_or_else(|e| e.into_inner());
+    let empty = map
+        .get(namespace)
+        .is_some_and(|c| c.runtime.try_lock().map(|r| r.is_none()).unwrap_or(false));
+    if empty {
+        map.remove(namespace);
+    }
+}
+
+/// Every few seconds: forgets the rate-limit buckets that are full again, stops idle `/ids` runtimes, and reads
+/// the slots of the namespaces the server has served, for `/metrics` and the dashboard.
+pub async fn housekeeping(state: S) {
+    let mut tick = tokio::time::interval(Duration::from_secs(5));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        state.limits.forget_idle();
+        let s = state.clone();
+        let _ = tokio::task::spawn_blocking(move || s.stop_idle()).await;
+        for name in state.metrics.watched() {
+            let Ok(ns) = Namespace::new(name.clone()) else {
+                continue;
+            };
+            if let Ok(i) = state.store.inspect(&ns).await {
+                let held = i
+                    .slots
+                    .iter()
+                    .filter(|r| r.owner.is_some() && r.expires_at >= i.store_now)
+                    .count() as u64;
+                let capacity = i.namespace.as_ref().map_or(0, |r| 1u64 << r.bits);
+                state
+                    .metrics
+                    .occupancy(&name, super::metrics::Occupancy { capacity, held });
+            }
+        }
+    }
 }

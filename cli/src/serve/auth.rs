@@ -9,7 +9,25 @@ use std::path::Path;
 /// The configured tokens.
 #[derive(Default)]
 pub struct Tokens {
-    entries: Vec<(Vec<u8>, Option<String>)>,
+    entries: Vec<Entry>,
+}
+
+struct Entry {
+    token: Vec<u8>,
+    scope: Option<String>,
+    /// How logs and metrics name the token (never the token itself): `file:LINE` or `env`.
+    name: String,
+}
+
+/// Who a request comes from, as far as its token tells (before any namespace is checked).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Identity {
+    /// No token is configured: every client is anonymous (limits then apply per address).
+    Open,
+    /// A configured token, by its index.
+    Token(usize),
+    /// Tokens are configured and the request has none that is known.
+    Unknown,
 }
 
 impl std::fmt::Debug for Tokens {
@@ -51,18 +69,67 @@ impl Tokens {
                         n + 1
                     ));
                 }
-                entries.push((token.as_bytes().to_vec(), namespace));
+                entries.push(Entry {
+                    token: token.as_bytes().to_vec(),
+                    scope: namespace,
+                    name: format!("file:{}", n + 1),
+                });
             }
         }
         if let Some(token) = env.filter(|t| !t.is_empty()) {
-            entries.push((token.into_bytes(), None));
+            entries.push(Entry {
+                token: token.into_bytes(),
+                scope: None,
+                name: "env".into(),
+            });
         }
         Ok(Self { entries })
+    }
+
+    /// How many tokens are configured.
+    pub fn count(&self) -> usize {
+        self.entries.len()
     }
 
     /// Whether any token is configured.
     pub fn enabled(&self) -> bool {
         !self.entries.is_empty()
+    }
+
+    /// The token of an `Authorization` header value: the `Bearer` scheme is case-insensitive (RFC 9110, 11.1).
+    fn bearer(header: Option<&[u8]>) -> Option<&[u8]> {
+        let h = header?;
+        let (scheme, rest) = h.split_at(h.iter().position(|&b| b == b' ')?);
+        scheme
+            .eq_ignore_ascii_case(b"bearer")
+            .then(|| rest.trim_ascii())
+    }
+
+    /// Who the `Authorization` header value names.
+    pub fn identify(&self, header: Option<&[u8]>) -> Identity {
+        if !self.enabled() {
+            return Identity::Open;
+        }
+        let Some(given) = Self::bearer(header) else {
+            return Identity::Unknown;
+        };
+        // Every entry is compared, in constant time each, so the answer's timing tells nothing of the tokens.
+        let mut found = None;
+        for (i, e) in self.entries.iter().enumerate() {
+            if constant_time_eq(&e.token, given) && found.is_none() {
+                found = Some(i);
+            }
+        }
+        found.map_or(Identity::Unknown, Identity::Token)
+    }
+
+    /// How logs name `identity`: the token's name, never the token.
+    pub fn name(&self, identity: &Identity) -> &str {
+        match identity {
+            Identity::Open => "anonymous",
+            Identity::Unknown => "unauthenticated",
+            Identity::Token(i) => self.entries.get(*i).map_or("?", |e| e.name.as_str()),
+        }
     }
 
     /// Whether the `Authorization` header value opens `namespace` (`None`: a request about no one namespace,
@@ -71,16 +138,16 @@ impl Tokens {
         if !self.enabled() {
             return Verdict::Allowed;
         }
-        let Some(given) = header.and_then(|h| h.strip_prefix(b"Bearer ")) else {
+        let Some(given) = Self::bearer(header) else {
             return Verdict::Unauthenticated;
         };
         let mut known = false;
         let mut allowed = false;
         // Every entry is compared, in constant time each, so the answer's timing tells nothing of the tokens.
-        for (token, scope) in &self.entries {
-            if constant_time_eq(token, given) {
+        for e in &self.entries {
+            if constant_time_eq(&e.token, given) {
                 known = true;
-                allowed |= match (scope, namespace) {
+                allowed |= match (&e.scope, namespace) {
                     (None, _) => true,
                     (Some(s), Some(ns)) => s == ns,
                     (Some(_), None) => false,
@@ -142,6 +209,25 @@ mod tests {
             Verdict::Unauthenticated
         );
         assert_eq!(t.check(None, Some("x")), Verdict::Unauthenticated);
+        // The scheme is case-insensitive.
+        assert_eq!(
+            t.check(h("bearer all-namespaces-token-1"), Some("x")),
+            Verdict::Allowed
+        );
+        assert_eq!(
+            t.check(h("BEARER  orders-only-token-22"), Some("orders")),
+            Verdict::Allowed
+        );
+        assert_eq!(
+            t.check(h("Basic all-namespaces-token-1"), Some("x")),
+            Verdict::Unauthenticated
+        );
+        assert_eq!(
+            t.identify(h("bearer orders-only-token-22")),
+            Identity::Token(1)
+        );
+        assert_eq!(t.name(&Identity::Token(1)), "file:3");
+        assert_eq!(t.identify(h("Bearer nope")), Identity::Unknown);
         assert!(Tokens::load(None, None).unwrap().check(None, None) == Verdict::Allowed);
         std::fs::write(&file, "short\n").unwrap();
         assert!(Tokens::load(Some(&file), None).is_err());

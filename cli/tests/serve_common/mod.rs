@@ -2,7 +2,7 @@
 #![allow(dead_code)]
 
 use cosid::conformance::Target;
-use cosid::lease::{Namespace, NamespaceRecord, SlotRecord};
+use cosid::lease::{Namespace, NamespaceRecord, Owner, SlotRecord};
 use cosid::store::{HttpStore, LeaseStore};
 use std::future::Future;
 use std::io::{BufRead, BufReader};
@@ -131,5 +131,12 @@ impl<T: Target> Target for Proxied<T> {
         record: &NamespaceRecord,
     ) -> impl Future<Output = ()> + Send {
         self.inner.put_old_namespace(namespace, record)
+    }
+
+    fn stored_owner(&self, owner: &Owner) -> Owner {
+        Owner {
+            key: owner.key.clone(),
+            incarnation: cosid::store::http::sealed_incarnation(&owner.incarnation),
+        }
     }
 }

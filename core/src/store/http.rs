@@ -27,6 +27,51 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// How long a whole request may take (the keeper bounds each call by its lease window as well).
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// The header that names the `cosid serve` instances a request has passed through, comma-separated, so that a
+/// chain of servers that loops back on itself (a server whose store is its own address) is refused at its first
+/// turn instead of recursing.
+pub const VIA_HEADER: &str = "cosid-serve-via";
+
+/// The instance id of the `cosid serve` of this process, if it is one: sent in [`VIA_HEADER`] on every request.
+static SERVE_INSTANCE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+tokio::task_local! {
+    /// The [`VIA_HEADER`] of the request a `cosid serve` handler is answering: its calls on an `http://` store
+    /// pass it on, with the server's own instance id added.
+    pub static VIA: String;
+}
+
+/// Names this process as the `cosid serve` instance `id` in the requests of every `http://` store it opens.
+pub fn set_serve_instance(id: String) {
+    let _ = SERVE_INSTANCE.set(id);
+}
+
+/// The [`VIA_HEADER`] value of a request made now: the chain being answered, then this server.
+fn via() -> Option<String> {
+    let incoming = VIA.try_with(Clone::clone).ok().filter(|v| !v.is_empty());
+    match (incoming, SERVE_INSTANCE.get()) {
+        (Some(chain), Some(me)) => Some(format!("{chain},{me}")),
+        (Some(chain), None) => Some(chain),
+        (None, Some(me)) => Some(me.clone()),
+        (None, None) => None,
+    }
+}
+
+/// What `cosid serve` keeps in its store for the incarnation of a client's lease: a one-way function of it (SHA-256
+/// with a domain prefix, cut to a v4 UUID). The incarnation is the holder's secret; whatever the server shows is
+/// sealed, and presented again it is sealed again and matches nothing, so only the holder can renew or release
+/// its lease. The function is fixed, so every replica in front of one store seals alike.
+pub fn sealed_incarnation(incarnation: &uuid::Uuid) -> uuid::Uuid {
+    use sha2::Digest;
+    let digest = sha2::Sha256::new()
+        .chain_update(b"cosid serve lease incarnation v1\0")
+        .chain_update(incarnation.as_bytes())
+        .finalize();
+    let mut bytes = [0u8; 16];
+    bytes.copy_from_slice(&digest[..16]);
+    uuid::Builder::from_random_bytes(bytes).into_uuid()
+}
+
 /// A lease store behind `cosid serve`.
 #[derive(Clone)]
 pub struct HttpStore {
@@ -124,6 +169,9 @@ impl HttpStore {
         let mut request = self.client.request(method, url);
         if let Some(token) = &self.token {
             request = request.bearer_auth(token);
+        }
+        if let Some(via) = via() {
+            request = request.header(VIA_HEADER, via);
         }
         if let Some(body) = body {
             let json = serde_json::to_vec(body).map_err(|e| StoreError::Generic {

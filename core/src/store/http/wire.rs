@@ -172,6 +172,10 @@ pub struct ErrorBody {
     /// The error as a person reads it.
     #[serde(default)]
     pub message: String,
+    /// The error's stable code, as every binding names it (`LEASE_LOST`, `STORE_UNAVAILABLE`, ...), or for a
+    /// request refused before the store, what refused it (`BAD_REQUEST`, `UNAUTHORIZED`, `RATE_LIMITED`, ...).
+    #[serde(default)]
+    pub code: String,
 }
 
 /// A [`StoreError`] on the wire: one variant per kind, with every field.
@@ -235,8 +239,15 @@ pub enum WireError {
     /// large, too many). Comes back as `Generic`, or `Unavailable` for 429.
     BadRequest {
         message: String,
+        /// What refused it (`BAD_REQUEST`, `NOT_FOUND`, `RATE_LIMITED`, `LOOP`, ...).
+        #[serde(default)]
+        code: String,
     },
 }
+
+/// The code of a request refused because the chain of `cosid serve` instances it passed through loops back on
+/// itself (a server whose store is itself, or a chain of servers that comes back to one).
+pub const LOOP: &str = "LOOP";
 
 /// The store kinds an error may name; any other name comes back as `"http"`.
 const STORES: &[&str] = &[
@@ -445,13 +456,18 @@ impl WireError {
                 store: store(&s),
                 source: message.into(),
             },
-            WireError::BadRequest { message } if status == 429 || status == 503 => {
+            WireError::BadRequest { message, code } if code == LOOP => {
+                StoreError::InvalidSettings {
+                    detail: format!("HTTP {status}: {message}"),
+                }
+            }
+            WireError::BadRequest { message, .. } if status == 429 || status == 503 => {
                 StoreError::Unavailable {
                     store: "http",
                     source: format!("HTTP {status}: {message}").into(),
                 }
             }
-            WireError::BadRequest { message } => StoreError::Generic {
+            WireError::BadRequest { message, .. } => StoreError::Generic {
                 store: "http",
                 source: format!("HTTP {status}: {message}").into(),
             },
@@ -465,6 +481,7 @@ impl ErrorBody {
         Self {
             error: e.into(),
             message: e.to_string(),
+            code: crate::host::ErrorCode::of_store(e).name().to_owned(),
         }
     }
 }
