@@ -47,7 +47,10 @@ else
     "$venv/bin/python" -m pip install ./bindings/python
     echo "python.sh: built and installed in $((SECONDS - build_start)) s"
 fi
-"$venv/bin/python" -m pip install -q pytest snowflake-id uuid-utils
+# uWSGI (built from PyPI's source with the C compiler) for tests/test_uwsgi.py.
+tools_start=$SECONDS
+"$venv/bin/python" -m pip install -q pytest snowflake-id uuid-utils uwsgi
+echo "python.sh: test tools installed in $((SECONDS - tools_start)) s"
 
 # From the tests' folder, so `import cosid` is the installed package and never the source tree.
 cd "$root/bindings/python"

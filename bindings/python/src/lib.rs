@@ -392,7 +392,8 @@ fn _cosid(m: &Bound<'_, PyModule>) -> PyResult<()> {
             events::deliver(events::Target::Log, e)
         }
     })));
-    // The process-wide callbacks (cosid.on_event) see every event of every runtime the global holder starts.
+    // The process-wide callbacks (cosid.on_event) see every event of every runtime the global holder starts; with
+    // none registered, a delivery returns before it takes the GIL.
     process::global()
         .subscribe(std::sync::Arc::new(|e| {
             events::deliver(events::Target::Process, e)
@@ -415,6 +416,7 @@ fn _cosid(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(from_friendly, m)?)?;
     m.add_function(wrap_pyfunction!(to_base62, m)?)?;
     m.add_function(wrap_pyfunction!(from_base62, m)?)?;
+    m.add_function(wrap_pyfunction!(events::_process_callbacks, m)?)?;
     m.add_function(wrap_pyfunction!(_fork_prepare, m)?)?;
     m.add_function(wrap_pyfunction!(_fork_parent, m)?)?;
     m.add_function(wrap_pyfunction!(_after_fork_in_child, m)?)?;

@@ -1,10 +1,12 @@
 //! The Python side of the core's host layer ([`cosid::host`]): the process-wide runtime is
 //! [`cosid::host::global`], each `cosid.Runtime` a [`Holder`]; their lifecycle, fork policy and re-entry rules are
 //! the core's. What stays here is Python's: the GIL, released around every call that may wait; the fork hooks
-//! (`os.register_at_fork` calls [`fork_prepare`], [`fork_parent`] and [`fork_child`], and a `pthread_atfork`
-//! child handler catches forks that skip Python's hooks); and the exit hook.
+//! (`pthread_atfork` runs the core's three at every `fork()`, Python's or C's, and closes the event deliveries'
+//! gate; `os.register_at_fork` calls [`fork_prepare`], [`fork_parent`] and [`fork_child`] too); and the exit
+//! hook.
 
 use crate::errors::from_host;
+use crate::events;
 use cosid::host::{self, Holder, HostError, Settings};
 use pyo3::prelude::*;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -91,21 +93,48 @@ pub(crate) fn fork_child() {
     host::fork::after_fork_in_child();
 }
 
-extern "C" fn child_after_fork() {
-    // Plain atomics only, as a fork handler in a child of a threaded process must.
-    host::fork::after_fork_in_child();
+extern "C" fn prepare_c_fork() {
+    // No panic may unwind into libc's fork(). Deliveries first: one in flight may make a store call, which the
+    // closed store gate would hold up.
+    let _ = std::panic::catch_unwind(|| {
+        events::prepare_fork();
+        host::fork::prepare();
+    });
 }
 
-/// Registers a `pthread_atfork` child handler, once per process, for forks that skip Python's hooks (a C
-/// extension's `fork()`, uWSGI without `py-call-osafterfork`). After `os.fork()` both run: a second generation
-/// bump changes nothing.
+extern "C" fn parent_after_c_fork() {
+    let _ = std::panic::catch_unwind(|| {
+        host::fork::after_fork_in_parent();
+        events::after_fork(false);
+    });
+}
+
+extern "C" fn child_after_c_fork() {
+    // Plain atomics only, as a fork handler in a child of a threaded process must.
+    let _ = std::panic::catch_unwind(|| {
+        host::fork::after_fork_in_child();
+        events::after_fork(true);
+    });
+}
+
+/// Registers the fork policy's three hooks with `pthread_atfork`, once per process, so that every `fork()` runs
+/// them, Python's or C's: uWSGI's prefork (without `--py-call-uwsgi-fork-hooks`), a C extension, `ctypes`. Python's
+/// `os.register_at_fork` hooks run them too around `os.fork()` (with the GIL released while the store calls in
+/// flight end); running them twice changes nothing.
 pub(crate) fn install_fork_handler() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
-        // SAFETY: `pthread_atfork` only records the function pointer; `child_after_fork` is a plain `extern "C"`
-        // function with no captured state that stays valid for the life of the process (the extension module is
-        // never unloaded), and it does only atomic stores, which are async-signal-safe in a forked child.
-        let rc = unsafe { libc::pthread_atfork(None, None, Some(child_after_fork)) };
+        // SAFETY: `pthread_atfork` only records the function pointers; the three are plain `extern "C"` functions
+        // with no captured state that stay valid for the life of the process (the extension module is never
+        // unloaded) and catch every panic; the child's does only atomic stores, which are async-signal-safe in a
+        // forked child.
+        let rc = unsafe {
+            libc::pthread_atfork(
+                Some(prepare_c_fork),
+                Some(parent_after_c_fork),
+                Some(child_after_c_fork),
+            )
+        };
         if rc != 0 {
             tracing::warn!(
                 rc,

@@ -27,6 +27,7 @@ def fresh_process_runtime() -> Iterator[None]:
     """Each test starts with the process-wide runtime stopped, configured from the environment, no callbacks."""
     yield
     _events._process_callbacks.clear()
+    cosid._cosid._process_callbacks(False)
     cosid.configure()
 
 

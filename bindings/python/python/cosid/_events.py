@@ -7,6 +7,8 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Callable, List, Mapping, TypeVar
 
+from . import _cosid
+
 __all__ = ["Event", "on_event", "off_event"]
 
 log = logging.getLogger("cosid")
@@ -57,6 +59,8 @@ def on_event(callback: Callback) -> Callback:
     if not callable(callback):
         raise TypeError(f"callback must be callable, not {type(callback).__name__}")
     _process_callbacks.append(callback)
+    # From now on the runtimes' threads take the GIL to deliver events (without callbacks they never do).
+    _cosid._process_callbacks(True)
     return callback
 
 
@@ -66,6 +70,7 @@ def off_event(callback: Callable[[Event], Any]) -> bool:
         _process_callbacks.remove(callback)
     except ValueError:
         return False
+    _cosid._process_callbacks(bool(_process_callbacks))
     return True
 
 
