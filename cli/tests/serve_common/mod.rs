@@ -17,6 +17,8 @@ pub struct Serve {
     store: String,
     listen: String,
     extra: Vec<String>,
+    /// Where its stderr (the log) goes, if not to the test's stderr.
+    log: Option<std::path::PathBuf>,
 }
 
 impl Serve {
@@ -29,14 +31,37 @@ impl Serve {
         )
     }
 
+    /// As [`start`](Self::start), with the server's log (stderr) written to `log`.
+    pub fn start_logged(store: &str, extra: &[&str], log: &std::path::Path) -> Serve {
+        Self::start_full(
+            store,
+            "127.0.0.1:0",
+            extra.iter().map(|s| s.to_string()).collect(),
+            Some(log.to_owned()),
+        )
+    }
+
     fn start_on(store: &str, listen: &str, extra: Vec<String>) -> Serve {
+        Self::start_full(store, listen, extra, None)
+    }
+
+    fn start_full(
+        store: &str,
+        listen: &str,
+        extra: Vec<String>,
+        log: Option<std::path::PathBuf>,
+    ) -> Serve {
+        let stderr = match &log {
+            Some(path) => Stdio::from(std::fs::File::create(path).unwrap()),
+            None => Stdio::inherit(),
+        };
         let mut child = Command::new(env!("CARGO_BIN_EXE_cosid"))
             .arg("serve")
             .args(["--listen", listen])
             .args(&extra)
             .env("COSID_STORE", store)
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
+            .stderr(stderr)
             .spawn()
             .expect("cosid serve starts");
         let mut line = String::new();
@@ -56,6 +81,7 @@ impl Serve {
             store: store.to_owned(),
             listen,
             extra,
+            log,
         }
     }
 
@@ -76,7 +102,12 @@ impl Serve {
     /// Stops the server and starts it again on the same address and settings.
     pub fn restart(&mut self) {
         self.stop();
-        *self = Self::start_on(&self.store, &self.listen, self.extra.clone());
+        *self = Self::start_full(
+            &self.store,
+            &self.listen,
+            self.extra.clone(),
+            self.log.clone(),
+        );
     }
 }
 
