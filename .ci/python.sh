@@ -47,13 +47,25 @@ else
     "$venv/bin/python" -m pip install ./bindings/python
     echo "python.sh: built and installed in $((SECONDS - build_start)) s"
 fi
-# uWSGI (built from PyPI's source with the C compiler) for tests/test_uwsgi.py.
+# uWSGI (built from PyPI's source with the C compiler) for tests/test_uwsgi.py; mypy and pyright for the types.
 tools_start=$SECONDS
-"$venv/bin/python" -m pip install -q pytest snowflake-id uuid-utils uwsgi
+"$venv/bin/python" -m pip install -q pytest snowflake-id uuid-utils uwsgi mypy pyright
 echo "python.sh: test tools installed in $((SECONDS - tools_start)) s"
 
 # From the tests' folder, so `import cosid` is the installed package and never the source tree.
 cd "$root/bindings/python"
+
+# The types: every documented pattern (tests/typing/patterns.py) checks under mypy --strict and pyright's strict
+# mode against the installed package, and the stubs match the native module (stubtest).
+export MYPY_CACHE_DIR=/dev/null  # nothing written into the checkout
+"$venv/bin/python" -m mypy --strict tests/typing/patterns.py
+"$venv/bin/python" -m mypy.stubtest cosid
+# PyPI's pyright fetches Node on first use; without it, npm's pyright package.
+if "$venv/bin/pyright" --version >/dev/null 2>&1; then
+    "$venv/bin/pyright" --pythonpath "$venv/bin/python" tests/typing/patterns.py
+else
+    npx --yes pyright --pythonpath "$venv/bin/python" tests/typing/patterns.py
+fi
 # A deadlock must fail the run, not hang it: the suite takes seconds.
 timeout 900 "$venv/bin/python" -m pytest -q -p no:cacheprovider -o faulthandler_timeout=300 tests
 "$venv/bin/python" bench.py --quick

@@ -2,26 +2,56 @@
 
 from array import array
 from datetime import timedelta
-from typing import Any, Callable, Dict, List, Optional, Tuple, Union
+from typing import Any, Callable, Dict, List, Optional, Tuple, Union, final
 
+from typing_extensions import Self, disjoint_base
+
+# What the module itself lists (PyO3 adds every name to it).
+__all__ = [
+    "__version__",
+    "MAX_BATCH",
+    "Layout",
+    "Runtime",
+    "_bind_next_id",
+    "next_id",
+    "next_ids",
+    "next_ids_array",
+    "configure",
+    "shutdown",
+    "_status",
+    "default_layout",
+    "_decompose",
+    "to_friendly",
+    "from_friendly",
+    "to_base62",
+    "from_base62",
+    "_process_callbacks",
+    "_fork_prepare",
+    "_fork_parent",
+    "_after_fork_in_child",
+    "_panic_for_test",
+    "_at_exit",
+    "_sample_error",
+]
 __version__: str
 MAX_BATCH: int
 
 _Duration = Union[int, float, str, timedelta]
 _LayoutLike = Union[str, "Layout"]
 
+@final
 class Layout:
     """How an id's 63 usable bits split into timestamp, slot and sequence."""
 
-    def __init__(
-        self,
+    def __new__(
+        cls,
         *,
         epoch_ms: int = ...,
         tick: str = "millisecond",
         timestamp_bits: int = 41,
         slot_bits: int = 10,
         sequence_bits: int = 12,
-    ) -> None: ...
+    ) -> Self: ...
     @staticmethod
     def millis() -> Layout: ...
     @staticmethod
@@ -44,12 +74,15 @@ class Layout:
     def cap_per_second(self) -> int: ...
     def compose(self, tick: int, slot: int, sequence: int) -> int: ...
     def decompose(self, id: int) -> Tuple[int, int, int, int]: ...
-    def __eq__(self, other: object) -> bool: ...
+    def __eq__(self, other: object, /) -> bool: ...
     def __hash__(self) -> int: ...
 
+@disjoint_base
 class Runtime:
-    def __init__(
-        self,
+    """The native base of ``cosid.Runtime``: use that one."""
+
+    def __new__(
+        cls,
         *,
         store: Optional[str] = None,
         namespace: Optional[str] = None,
@@ -64,7 +97,7 @@ class Runtime:
         max_wait: Optional[_Duration] = None,
         backwards_wait: Optional[_Duration] = None,
         on_fork: Optional[str] = None,
-    ) -> None: ...
+    ) -> Self: ...
     def next_id(self) -> int: ...
     def next_ids(self, n: int) -> List[int]: ...
     def next_ids_array(self, n: int) -> "array[int]": ...
@@ -75,7 +108,7 @@ class Runtime:
     def layout(self) -> Layout: ...
     def _status(self) -> Dict[str, Any]: ...
     def _subscribe(self, callback: Any) -> None: ...
-    def __enter__(self) -> "Runtime": ...
+    def __enter__(self) -> Self: ...
     def __exit__(self, *exc: object) -> bool: ...
 
 def next_id() -> int: ...
