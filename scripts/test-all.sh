@@ -58,6 +58,21 @@ servers() {
 step "store servers (Redis, PostgreSQL, MariaDB, etcd, ZooKeeper, FerretDB for MongoDB) on 127.0.0.1"
 servers
 
+step "tools: promtool (from Debian's prometheus package, unpacked: no daemon)"
+# cli/tests/serve_limits.rs checks the text of cosid serve's /metrics with `promtool check metrics`.
+if ! command -v promtool >/dev/null 2>&1; then
+    tools="$PWD/${CARGO_TARGET_DIR:-target}/ci-tools"
+    if [ ! -x "$tools/usr/bin/promtool" ]; then
+        mkdir -p "$tools"
+        (cd "$tools" && { apt-get download prometheus >/dev/null 2>&1 ||
+            { apt-get update -qq && apt-get download prometheus >/dev/null; }; } &&
+            dpkg-deb -x prometheus_*.deb . && rm -f prometheus_*.deb)
+    fi
+    export PATH="$tools/usr/bin:$PATH"
+fi
+promtool --version | head -1
+export COSID_REQUIRE_PROMTOOL=1
+
 step "rust: format and lints"
 cargo fmt --all -- --check
 # The Node addon's crate too: one check build for all (.ci/node.sh then skips its own).
@@ -102,6 +117,9 @@ bash .ci/artefacts.sh
 
 step "dashboard: cosid serve's page in headless Chromium (slot table read from the DOM, a screenshot)"
 bash .ci/dashboard.sh
+
+step "deploy: container file, Kubernetes manifests and systemd unit checked; cosid serve run as they run it"
+bash .ci/deploy.sh
 
 step "interop: migration from the real CosId (Java)"
 bash .ci/interop.sh

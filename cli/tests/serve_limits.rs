@@ -397,6 +397,10 @@ fn metrics_count_requests_by_route_and_show_every_clients_leases() {
         .stderr(std::process::Stdio::piped())
         .spawn()
     else {
+        assert!(
+            std::env::var_os("COSID_REQUIRE_PROMTOOL").is_none(),
+            "COSID_REQUIRE_PROMTOOL is set, but promtool is not installed"
+        );
         eprintln!("promtool is not installed: the text format is not checked by it");
         return;
     };
