@@ -80,10 +80,16 @@ public final class Cosid {
     public static void configure(Runtime.Builder settings) {
         Objects.requireNonNull(settings, "settings");
         long key = Events.newList();
+        // Before the start, so that they see its first ACQUIRED. The runtime calls the subscription until it is
+        // shut down; the list (and its key) live on with the process.
+        Events.list(key).addAll(settings.listeners());
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment config = settings.newConfig(arena, key);
             try {
                 Native.check(Native.invokeInt(Native.INIT, config));
+            } catch (RuntimeException | Error e) {
+                Events.dropList(key);
+                throw e;
             } finally {
                 Native.invokeVoid(Native.CONFIG_FREE, config);
             }
@@ -91,8 +97,6 @@ public final class Cosid {
             Native.check(Native.invokeInt(Native.GLOBAL_LAYOUT, out));
             configured = Layout.read(out);
         }
-        // The runtime keeps calling the subscription until it is shut down; the list (and its key) live on.
-        Events.list(key).addAll(settings.listeners());
     }
 
     /** The process-wide runtime's lease and state (starts the runtime if it is not running). */
@@ -163,7 +167,10 @@ public final class Cosid {
         }
     }
 
-    /** Reads the base-62 form strictly: exactly 11 characters, at most {@code LygHa16AHYF} ({@link InvalidIdException}). */
+    /**
+     * Reads the base-62 form strictly: exactly 11 characters of {@code 0-9A-Za-z} for a number below 2^63 (every id;
+     * the C library reads up to 2^64 - 1, which no layout makes), else {@link InvalidIdException}.
+     */
     public static long fromBase62(String text) {
         Objects.requireNonNull(text, "text");
         try (Arena arena = Arena.ofConfined()) {

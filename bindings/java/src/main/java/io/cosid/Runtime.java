@@ -9,10 +9,10 @@ import java.lang.ref.Cleaner;
 import java.lang.ref.Reference;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.OptionalLong;
 
 /**
@@ -34,8 +34,22 @@ import java.util.OptionalLong;
  */
 public final class Runtime implements AutoCloseable {
     private static final Cleaner CLEANER = Cleaner.create();
-    /** The handles not freed yet, by listener key: the shutdown hook closes them. Guarded by itself. */
-    private static final Map<Long, MemorySegment> OPEN = new HashMap<>();
+    /** The handles not freed yet, by listener key: the shutdown hook shuts them down. */
+    private static final Map<Long, Handle> OPEN = new ConcurrentHashMap<>();
+
+    /**
+     * A native handle and whether it was freed, guarded by itself: the shutdown hook never shuts down a handle the
+     * cleaner freed. Each handle has its own lock, so a listener that starts a runtime while another is shut down
+     * waits for nothing.
+     */
+    private static final class Handle {
+        final MemorySegment ptr;
+        boolean freed;
+
+        Handle(MemorySegment ptr) {
+            this.ptr = ptr;
+        }
+    }
 
     private final MemorySegment handle;
     private final long key;
@@ -44,10 +58,9 @@ public final class Runtime implements AutoCloseable {
     private Runtime(MemorySegment handle, long key) {
         this.handle = handle;
         this.key = key;
-        synchronized (OPEN) {
-            OPEN.put(key, handle);
-        }
-        CLEANER.register(this, () -> free(handle, key));
+        Handle h = new Handle(handle);
+        OPEN.put(key, h);
+        CLEANER.register(this, () -> free(h, key));
         Layout l;
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment out = arena.allocate(Native.LAYOUT_SIZE, 8);
@@ -57,18 +70,21 @@ public final class Runtime implements AutoCloseable {
         this.layout = l;
     }
 
-    private static void free(MemorySegment handle, long key) {
-        synchronized (OPEN) {
-            OPEN.remove(key);
-            Native.invokeVoid(Native.RUNTIME_FREE, handle);
+    private static void free(Handle h, long key) {
+        OPEN.remove(key);
+        synchronized (h) {
+            h.freed = true;
+            Native.invokeVoid(Native.RUNTIME_FREE, h.ptr);
         }
         Events.dropList(key);
     }
 
     static void shutdownAll() {
-        synchronized (OPEN) {
-            for (MemorySegment h : OPEN.values()) {
-                Native.invokeInt(Native.RUNTIME_SHUTDOWN, h);
+        for (Handle h : OPEN.values()) {
+            synchronized (h) {
+                if (!h.freed) {
+                    Native.invokeInt(Native.RUNTIME_SHUTDOWN, h.ptr);
+                }
             }
         }
     }

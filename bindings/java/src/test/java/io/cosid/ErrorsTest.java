@@ -51,7 +51,9 @@ class ErrorsTest {
         fails(ConfigException.class, ErrorCode.UNKNOWN_KEY, Runtime.builder().set("colour", "blue"));
         fails(LayoutException.class, ErrorCode.LAYOUT, Runtime.builder().store("memory:").layout("nanos"));
         fails(ConfigException.class, ErrorCode.CONFIG, Runtime.builder().store("memory:\0sqlite:///x"));
-        fails(ConfigException.class, ErrorCode.CONFIG, Runtime.builder().namespace("x".repeat(5000)).store("memory:"));
+        // Longer than the C ABI takes (4096 bytes): refused before it is read, with its own code.
+        fails(CosidException.class, ErrorCode.STRING_TOO_LONG,
+                Runtime.builder().namespace("x".repeat(5000)).store("memory:"));
     }
 
     @Test
@@ -81,10 +83,12 @@ class ErrorsTest {
         assertThrows(IllegalArgumentException.class, () -> Cosid.nextIds(-1));
         assertThrows(IllegalArgumentException.class, () -> Cosid.nextIds(Cosid.MAX_BATCH + 1));
         for (String text : new String[] {"", "bad", "15nEKcQYOJ", "15nEKcQYOJs1", "-5nEKcQYOJs", "zzzzzzzzzzz",
-                "15nEKcQYOJs\0", "15nEKcQY\u00e9Js", "x".repeat(100_000)}) {
+                "15nEKcQYOJs\0", "15nEKcQY\u00e9Js"}) {
             assertInstanceOf(InvalidIdException.class, assertThrows(CosidException.class, () -> Cosid.fromBase62(text)),
                     text);
         }
+        CosidException tooLong = assertThrows(CosidException.class, () -> Cosid.fromBase62("x".repeat(100_000)));
+        assertEquals(ErrorCode.STRING_TOO_LONG, tooLong.code());
         for (String text : new String[] {"", "20261130030701393-0", "20261130030701393-0-01", "20261330030701393-0-0",
                 "20261130030701393-0-0\0", "+20261130030701393-0-0", "20261130030701393-1024-0"}) {
             assertThrows(InvalidIdException.class, () -> Cosid.fromFriendly(text), text);
@@ -94,13 +98,14 @@ class ErrorsTest {
         assertThrows(InvalidIdException.class, () -> Cosid.parse(Long.MIN_VALUE));
         assertThrows(InvalidIdException.class, () -> Layout.jsSafe().parse(1L << 60));
         assertThrows(InvalidIdException.class, () -> Layout.millis().compose(0, 1024, 0));
-        assertEquals(Long.MAX_VALUE, Cosid.fromBase62("LygHa16AHYF"));
-        assertEquals("LygHa16AHYF", Cosid.toBase62(Long.MAX_VALUE));
+        assertEquals(Long.MAX_VALUE, Cosid.fromBase62(Cosid.toBase62(Long.MAX_VALUE)));
+        // The largest base-62 text, 2^64 - 1: no layout makes such an id, and no long holds it.
+        assertThrows(InvalidIdException.class, () -> Cosid.fromBase62("LygHa16AHYF"));
         assertEquals("00000000000", Cosid.toBase62(0));
     }
 
     @Test
-    void aListenerThatCallsItsRuntimeGetsReentrant() throws Exception {
+    void aListenerThatShutsDownItsRuntimeGetsReentrant() throws Exception {
         var result = new java.util.concurrent.CompletableFuture<Object>();
         Runtime[] holder = new Runtime[1];
         try (Runtime rt = Runtime.builder().store("memory:").ttl(Duration.ofMillis(300)).build()) {
@@ -110,7 +115,10 @@ class ErrorsTest {
                     return;
                 }
                 try {
-                    result.complete(holder[0].nextId());
+                    // An id on the fast path works; a shutdown would join the very thread the listener runs on.
+                    holder[0].nextId();
+                    holder[0].shutdown();
+                    result.complete("no error");
                 } catch (Throwable t) {
                     result.complete(t);
                 }
@@ -119,6 +127,9 @@ class ErrorsTest {
             Object got = result.get(10, java.util.concurrent.TimeUnit.SECONDS);
             CosidException e = assertInstanceOf(CosidException.class, got);
             assertEquals(ErrorCode.REENTRANT, e.code());
+            assertTrue(e.getMessage().contains("RENEWED"), e.getMessage());
+            assertEquals(Status.State.ACTIVE, rt.status().state());
+            rt.nextId();
         }
     }
 }

@@ -3,6 +3,7 @@ package io.cosid;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
@@ -13,13 +14,18 @@ import java.util.logging.Level;
 import java.util.logging.LogRecord;
 import java.util.logging.Logger;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 class EventsTest {
+    @TempDir
+    Path dir;
+
     @Test
     void aRuntimesListenersSeeItsLife() throws Exception {
         List<CosidEvent> events = new CopyOnWriteArrayList<>();
         CountDownLatch renewed = new CountDownLatch(2);
-        try (Runtime rt = Runtime.builder().store("manual:2").onEvent(events::add).build()) {
+        try (Runtime rt = Runtime.builder().store("sqlite://" + dir.resolve("leases.db")).preferredSlot(2)
+                .onEvent(events::add).build()) {
             rt.nextId();
         }
         assertEquals(List.of("ACQUIRED", "RELEASED"), events.stream().map(CosidEvent::name).toList());

@@ -31,6 +31,7 @@ class ProcessesTest {
         String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
         List<Process> children = new ArrayList<>();
         List<Path> outs = new ArrayList<>();
+        Path barrier = Files.createDirectory(dir.resolve("barrier"));
         for (int i = 0; i < JVMS; i++) {
             Path out = dir.resolve("ids-" + i + ".txt");
             outs.add(out);
@@ -40,7 +41,8 @@ class ProcessesTest {
             if (lib != null) {
                 cmd.add("-D" + NativeLoader.PATH_PROPERTY + "=" + lib);
             }
-            cmd.addAll(List.of(IdWriter.class.getName(), Integer.toString(IDS), out.toString()));
+            cmd.addAll(List.of(IdWriter.class.getName(), Integer.toString(IDS), out.toString(), Integer.toString(JVMS),
+                    barrier.toString()));
             ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true)
                     .redirectOutput(dir.resolve("log-" + i + ".txt").toFile());
             pb.environment().put("COSID_STORE", store);
