@@ -1,11 +1,13 @@
 //! Slots without a store (DESIGN §5): a slot the deployment guarantees, kept safe across restarts by a state file.
 //!
 //! - `static:3?state_file=/var/lib/cosid/state&ahead=10s`: slot 3. Before the first id the runtime writes
-//!   `ceiling = now + ahead` to the state file durably (write a temporary file, fsync, rename, fsync the folder), and
+//!   `ceiling = now + ahead` to the state file durably (in place: one write of a fixed-length record, fsync), and
 //!   never issues past the durable ceiling; when less than `ahead/2` remains, the keeper thread writes the next one.
-//!   On restart `floor = max(ceiling in the file, not_before)`. A lock on `<state_file>.lock` stops a second process; symbolic links are followed first (the lock and
-//!   the writes are on the file they point to), and a state file with a second name (a hard link, or the file alone
-//!   mounted) is refused.
+//!   On restart `floor = max(ceiling in the file, not_before)`; a missing or empty file gives `now + ahead` (a
+//!   holder of a deleted file may have written up to that). The lock is on the state file's own inode, so no other
+//!   file can vanish under it; the keeper checks that the path still names that inode at every wake-up and write,
+//!   and stops issuing when it does not. Symbolic links are followed first (the lock and the writes are on the
+//!   file they point to), and a state file with a second name (a hard link, or the file alone mounted) is refused.
 //! - `static:ordinal?...`: the slot is the ordinal at the end of `HOSTNAME` (`order-service-3` gives 3).
 //! - `manual:3`: a fixed slot and nothing else; nothing protects it (for one instance, or tests).
 //!
@@ -14,12 +16,12 @@
 use crate::clock::Clock;
 use crate::error::{ConfigError, Error};
 use crate::event::Event;
-use crate::file_identity;
+use crate::file_identity::{self, FileId};
 use crate::generator::Window;
 use crate::keeper::{Shared, State};
 use crate::lease::{Namespace, Owner, SlotLease};
 use std::fs::{File, OpenOptions};
-use std::io::Write;
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -141,8 +143,14 @@ pub struct StateRecord {
 const MAGIC: &str = "cosid-state 1";
 
 impl StateRecord {
+    /// One line of [`RECORD_LEN`] bytes: the body is padded with spaces (inside the checksum, where earlier versions'
+    /// readers skip them), so that an in-place write always covers the whole previous record.
     fn encode(&self) -> String {
         let body = format!("{MAGIC} slot={} ceiling={}", self.slot, self.ceiling_ms);
+        let body = format!(
+            "{body:<width$}",
+            width = RECORD_LEN - " crc32=00000000\n".len()
+        );
         format!("{body} crc32={:08x}\n", crc32fast::hash(body.as_bytes()))
     }
 
@@ -180,85 +188,221 @@ impl StateRecord {
 }
 
 /// A state file held by this process (its lock is released when this is dropped).
+///
+/// The lock is on the state file's own inode (`flock` on the open file), and every write goes into that inode in
+/// place, so nothing can make the lock and the file a new process would read diverge except the path naming another
+/// file: which [`StateFile::check`] notices (see docs/design.md, "A static slot's lock is on the state file").
 #[derive(Debug)]
 pub struct StateFile {
     /// The path as configured, for messages.
     path: PathBuf,
-    /// The file it names once symbolic links are followed: the one read, locked and replaced.
+    /// The file it names once symbolic links are followed: the one read, locked and written.
     real: PathBuf,
-    _lock: File,
+    /// The state file, open for reading and writing, and locked.
+    file: File,
+    /// Its identity: the path must keep naming it.
+    id: FileId,
+    /// `<file>.lock`, which versions before the inode lock relied on: taken as well, so that an old and a new
+    /// version on one state file during a rolling upgrade exclude each other. Nothing here depends on it.
+    _legacy_lock: File,
 }
 
+/// Why a write of the state file failed.
+#[derive(Debug)]
+pub(crate) enum WriteFailure {
+    /// The path no longer names the locked file (deleted, or replaced, with or without its folder): a new process
+    /// on the path would not see this one. Permanent.
+    Gone(Error),
+    /// The write or its fsync failed: worth retrying.
+    Io(Error),
+}
+
+/// The length every record is written at, so that an in-place write always covers the whole previous one.
+const RECORD_LEN: usize = 80;
+
 impl StateFile {
-    /// Follows `path`'s symbolic links, locks the file they end at (through `<that file>.lock`) and reads it.
-    /// `None` if it does not exist yet. Fails if another process holds the lock, if the file has another name
-    /// that a lock beside this one would not see (a hard link, or the file alone mounted here), or if it is
-    /// corrupt.
+    /// Follows `path`'s symbolic links, opens (creating if needed) the file they end at, locks that file itself and
+    /// reads it. The record is `None` if the file is new or empty. Fails if another process holds the lock, if the
+    /// file has another name that would lead a process elsewhere (a hard link, or the file alone mounted here), if
+    /// the path is a folder, or if it is corrupt.
     pub fn open(path: &Path) -> Result<(StateFile, Option<StateRecord>), Error> {
         let io = |what: &str, e: std::io::Error| Error::StateFile {
             path: path.to_owned(),
             detail: format!("{what}: {e}"),
         };
-        // The lock is named from the resolved path, so every symbolic link to one file meets at one lock.
+        let busy = |what: &Path| Error::StateFile {
+            path: path.to_owned(),
+            detail: format!(
+                "another process is running on this state file (the lock on {} is held)",
+                what.display()
+            ),
+        };
+        // Every symbolic link to one file meets at one file, and so at one lock.
         let real = file_identity::resolve(path)
             .map_err(|e| io("cannot resolve it or create its folder", e))?;
-        let lock_path = lock_path(&real);
-        let lock = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&lock_path)
-            .map_err(|e| io("cannot open the lock file", e))?;
-        match lock.try_lock() {
-            Ok(()) => {}
-            Err(std::fs::TryLockError::WouldBlock) => {
-                return Err(Error::StateFile {
-                    path: path.to_owned(),
-                    detail: format!(
-                        "another process is running on this state file (the lock on {} is held)",
-                        lock_path.display()
-                    ),
-                })
-            }
-            Err(std::fs::TryLockError::Error(e)) => return Err(io("cannot lock it", e)),
-        }
-        match std::fs::metadata(&real) {
-            Ok(meta) => {
-                if let Some(why) = file_identity::second_name(&real, &meta) {
+        // Between the open and the lock the path may come to name another file (an earlier version's rename, a
+        // deletion): lock, then check that the path still names the locked file, and start over if not.
+        let mut tries = 0;
+        let (file, id) = loop {
+            tries += 1;
+            if let Ok(meta) = std::fs::metadata(&real) {
+                if meta.is_dir() {
                     return Err(Error::StateFile {
                         path: path.to_owned(),
                         detail: format!(
-                            "{why}: another process on the other name would run on the same slot; give the state \
-                             file one name (a symbolic link is fine) and mount its folder, not the file"
+                            "{} is a folder, not a file: give the path of a file in it, e.g. {}",
+                            real.display(),
+                            real.join("state").display()
                         ),
                     });
                 }
             }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(io("cannot read it", e)),
+            let file = OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(false)
+                .open(&real)
+                .map_err(|e| io("cannot open it", e))?;
+            match file.try_lock() {
+                Ok(()) => {}
+                Err(std::fs::TryLockError::WouldBlock) => return Err(busy(&real)),
+                Err(std::fs::TryLockError::Error(e)) => return Err(io("cannot lock it", e)),
+            }
+            let id = FileId::of(&file.metadata().map_err(|e| io("cannot read it", e))?);
+            match std::fs::metadata(&real) {
+                Ok(meta) if FileId::of(&meta) == id => {
+                    if let Some(why) = file_identity::second_name(&real, &meta) {
+                        return Err(Error::StateFile {
+                            path: path.to_owned(),
+                            detail: format!(
+                                "{why}: another process on the other name would run on the same slot; give the \
+                                 state file one name (a symbolic link is fine) and mount its folder, not the file"
+                            ),
+                        });
+                    }
+                    break (file, id);
+                }
+                _ if tries < 8 => continue,
+                Ok(_) | Err(_) => {
+                    return Err(Error::StateFile {
+                        path: path.to_owned(),
+                        detail: "the file was replaced or deleted each time it was locked".into(),
+                    })
+                }
+            }
+        };
+        let legacy_path = lock_path(&real);
+        let legacy = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&legacy_path)
+            .map_err(|e| io("cannot open the lock file of earlier versions", e))?;
+        match legacy.try_lock() {
+            Ok(()) => {}
+            Err(std::fs::TryLockError::WouldBlock) => return Err(busy(&legacy_path)),
+            Err(std::fs::TryLockError::Error(e)) => return Err(io("cannot lock it", e)),
         }
-        let record = match std::fs::read_to_string(&real) {
-            Ok(text) => Some(StateRecord::decode(path, &text)?),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-            Err(e) => return Err(io("cannot read it", e)),
+        let mut text = String::new();
+        (&file)
+            .read_to_string(&mut text)
+            .map_err(|e| io("cannot read it", e))?;
+        // An empty file is a new one (made by this open, or by one that crashed before its first write): it has
+        // no record, like a missing file, and the start treats it so (see `StaticKeeper::start`).
+        let record = match text.as_str() {
+            "" => None,
+            text => Some(StateRecord::decode(path, text)?),
         };
         Ok((
             StateFile {
                 path: path.to_owned(),
                 real,
-                _lock: lock,
+                file,
+                id,
+                _legacy_lock: legacy,
             },
             record,
         ))
     }
 
-    /// Writes `record` durably where the path's links point: a temporary file beside the target, fsync, rename
-    /// over the target, fsync its folder. A symbolic link stays a link to the new file.
-    pub fn write(&self, record: StateRecord) -> Result<(), Error> {
-        write_durably(&self.real, &record.encode()).map_err(|e| Error::StateFile {
+    /// Whether the path (and the configured path, if it is absolute and spelled otherwise) still names the locked
+    /// file. A deleted file, a deleted folder, or a file or folder put in their place all fail: a process started
+    /// on the path now would lock another file and run beside this one.
+    pub fn check(&self) -> Result<(), Error> {
+        let gone = |detail: String| Error::StateFile {
             path: self.path.clone(),
-            detail: format!("cannot write {}: {e}", self.real.display()),
+            detail,
+        };
+        let mut paths = vec![self.real.as_path()];
+        if self.path != self.real && self.path.is_absolute() {
+            paths.push(self.path.as_path());
+        }
+        for p in paths {
+            match std::fs::metadata(p) {
+                Ok(meta) if FileId::of(&meta) == self.id => {}
+                Ok(meta) => {
+                    return Err(gone(format!(
+                        "{} now names another file ({}, was {}): the state file was replaced while this process \
+                         held it, so a process started now would run on the same slot; no more ids are issued here",
+                        p.display(),
+                        FileId::of(&meta),
+                        self.id
+                    )))
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    return Err(gone(format!(
+                        "{} was deleted (or its folder was) while this process held it, so a process started now \
+                         would run on the same slot; no more ids are issued here",
+                        p.display()
+                    )))
+                }
+                Err(e) => {
+                    return Err(gone(format!(
+                        "cannot check that {} is still the locked file ({e}); no more ids are issued here",
+                        p.display()
+                    )))
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes `record` durably into the locked file in place (one write at offset 0 of a fixed-length record,
+    /// fsync), then checks that the path still names it.
+    pub fn write(&self, record: StateRecord) -> Result<(), Error> {
+        self.write_checked(record).map_err(|e| match e {
+            WriteFailure::Gone(e) | WriteFailure::Io(e) => e,
         })
+    }
+
+    /// [`StateFile::write`], telling a path that names another file now (permanent) from a failed write.
+    pub(crate) fn write_checked(&self, record: StateRecord) -> Result<(), WriteFailure> {
+        self.check().map_err(WriteFailure::Gone)?;
+        write_in_place(&self.file, &record.encode()).map_err(|e| {
+            WriteFailure::Io(Error::StateFile {
+                path: self.path.clone(),
+                detail: format!("cannot write {}: {e}", self.real.display()),
+            })
+        })?;
+        // Deleted while it was written: the ceiling just written is where no new process will read it.
+        self.check().map_err(WriteFailure::Gone)
+    }
+
+    /// Makes the file's name durable: a file this open created exists after a crash only once its folder is
+    /// synced.
+    fn sync_folder(&self) -> Result<(), Error> {
+        let dir = self
+            .real
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        File::open(dir)
+            .and_then(|d| d.sync_all())
+            .map_err(|e| Error::StateFile {
+                path: self.path.clone(),
+                detail: format!("cannot sync its folder {}: {e}", dir.display()),
+            })
     }
 }
 
@@ -268,26 +412,34 @@ fn lock_path(path: &Path) -> PathBuf {
     PathBuf::from(p)
 }
 
-fn write_durably(path: &Path, text: &str) -> std::io::Result<()> {
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(".tmp");
-    let tmp = PathBuf::from(tmp);
-    let mut f = File::create(&tmp)?;
-    f.write_all(text.as_bytes())?;
-    f.sync_all()?;
-    drop(f);
-    std::fs::rename(&tmp, path)?;
-    let dir = path
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    File::open(dir)?.sync_all()
+/// Writes `text` (a record, [`RECORD_LEN`] bytes) at offset 0, cuts the file after it, and fsyncs. The record is one write of under 100 bytes: a
+/// process killed mid-write leaves the old or the new record whole (the page cache takes the write at once); a
+/// power loss that tears the sector is caught by the checksum and refused.
+fn write_in_place(file: &File, text: &str) -> std::io::Result<()> {
+    let bytes = text.as_bytes();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileExt;
+        file.write_all_at(bytes, 0)?;
+    }
+    #[cfg(not(unix))]
+    {
+        use std::io::{Seek, SeekFrom, Write};
+        let mut f = file;
+        f.seek(SeekFrom::Start(0))?;
+        f.write_all(bytes)?;
+    }
+    file.set_len(bytes.len() as u64)?;
+    file.sync_all()
 }
 
 /// Raises the ceiling recorded in a static state file to at least `not_before` (migration). Refuses to lower it.
 /// Takes the file's lock, so it fails while a runtime is using the file.
 pub fn raise_state_file(path: &Path, slot: u32, not_before: u64) -> Result<StateRecord, Error> {
     let (file, record) = StateFile::open(path)?;
+    if record.is_none() {
+        file.sync_folder()?;
+    }
     if let Some(r) = record {
         if r.ceiling_ms > not_before {
             return Err(Error::StateFile {
@@ -330,7 +482,7 @@ impl StaticKeeper {
         namespace: Namespace,
         owner: Owner,
         clock: Arc<dyn Clock>,
-        wait_limit: Duration,
+        mut wait_limit: Duration,
     ) -> Result<(StaticKeeper, SlotLease), Error> {
         let now = clock.now_ms();
         let (file, floor, ceiling) = match &spec.state_file {
@@ -340,8 +492,21 @@ impl StaticKeeper {
                     tracing::warn!(path = %path.display(), file_slot = r.slot, slot = spec.slot,
                         "cosid: the state file was written for another slot; using its ceiling as the floor anyway");
                 }
-                let floor = record.map_or(0, |r| r.ceiling_ms);
-                let ceiling = now.max(floor).saturating_add(spec.ahead.as_millis() as u64);
+                let ahead = spec.ahead.as_millis() as u64;
+                let floor = match record {
+                    Some(r) => r.ceiling_ms,
+                    // No record: a first start, or a state file deleted under a holder that is still running. That
+                    // holder stops at its next check, and never issued past the ceiling it last wrote, at most
+                    // `ahead` past the clock: start past that, as after a crash.
+                    None => {
+                        file.sync_folder()?;
+                        tracing::info!(path = %path.display(), ahead_ms = ahead,
+                            "cosid: new state file: the first id waits `ahead`, past any holder of a deleted one");
+                        wait_limit = wait_limit.max(spec.ahead + Duration::from_secs(1));
+                        now.saturating_add(ahead)
+                    }
+                };
+                let ceiling = now.max(floor).saturating_add(ahead);
                 file.write(StateRecord {
                     slot: spec.slot,
                     ceiling_ms: ceiling,
@@ -421,10 +586,15 @@ impl StaticKeeper {
                     _ = tokio::time::sleep(Duration::from_millis(left).min(nap)) => {}
                     _ = stop.changed() => break,
                 }
+                // Each wake-up checks that the path still names the locked file, so a holder whose file was
+                // deleted stops within a nap, before the next ceiling is due.
+                if let Err(e) = file.check() {
+                    return self.lost(&shared, stop, &e).await;
+                }
                 continue;
             }
             let ceiling = self.clock.now_ms().saturating_add(ahead).max(lease.ceiling);
-            match file.write(StateRecord {
+            match file.write_checked(StateRecord {
                 slot: self.spec.slot,
                 ceiling_ms: ceiling,
             }) {
@@ -444,7 +614,8 @@ impl StaticKeeper {
                     });
                     backoff = Duration::from_millis(100);
                 }
-                Err(e) => {
+                Err(WriteFailure::Gone(e)) => return self.lost(&shared, stop, &e).await,
+                Err(WriteFailure::Io(e)) => {
                     shared.set_state(State::Renewing);
                     shared.emit(Event::RenewFailed {
                         slot: lease.slot,
@@ -474,6 +645,26 @@ impl StaticKeeper {
                 last_issued_ms: last,
             });
         }
+        last
+    }
+
+    /// The path no longer names the locked state file: stop issuing at once (ids fail with `SlotLost`), say why,
+    /// and wait for the shutdown. Nothing more is written: the file is no longer where a new process reads.
+    async fn lost(
+        &self,
+        shared: &Shared,
+        mut stop: watch::Receiver<bool>,
+        why: &Error,
+    ) -> Option<u64> {
+        shared.generator.invalidate();
+        shared.set_state(State::Closed);
+        shared.emit(Event::SlotLost {
+            slot: self.spec.slot,
+            reason: format!("STATE_FILE: {why}"),
+        });
+        let _ = stop.changed().await;
+        let last = shared.generator.seal();
+        shared.set_state(State::Closed);
         last
     }
 }

@@ -25,6 +25,13 @@ fn runtime(url: &str, clock: &ManualClock) -> Result<Runtime, Error> {
         .build()
 }
 
+/// Writes a state file whose ceiling is just behind `START`, as a deployment that ran before leaves it: a start on
+/// it needs no wait (a missing file makes the first start wait `ahead`, see `a_new_state_file_waits_ahead`).
+fn provisioned(path: &Path, slot: u32) -> &Path {
+    raise_state_file(path, slot, START - 1).unwrap();
+    path
+}
+
 fn file_ceiling(path: &Path) -> u64 {
     let mut text = String::new();
     std::fs::File::open(path)
@@ -43,7 +50,7 @@ fn writes_the_ceiling_before_the_first_id_and_never_passes_it() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("state");
     let clock = ManualClock::new(START);
-    let rt = runtime(&static_url(&path, 3, "10s"), &clock).unwrap();
+    let rt = runtime(&static_url(provisioned(&path, 3), 3, "10s"), &clock).unwrap();
     assert_eq!(
         file_ceiling(&path),
         START + 10_000,
@@ -76,7 +83,7 @@ fn restart_floor_is_the_recorded_ceiling_even_with_the_clock_set_back() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("state");
     let clock = ManualClock::new(START);
-    let url = static_url(&path, 1, "10s");
+    let url = static_url(provisioned(&path, 1), 1, "10s");
     let mut seen = HashSet::new();
     let rt = runtime(&url, &clock).unwrap();
     for _ in 0..5_000 {
@@ -128,13 +135,59 @@ fn a_corrupt_or_truncated_state_file_is_an_error() {
     let good = std::fs::read(&path).unwrap();
     for bad in [
         &good[..good.len() / 2],
-        b"",
+        &good[..1],
         b"cosid-state 1 slot=0 ceiling=5\n",
     ] {
         std::fs::write(&path, bad).unwrap();
         let err = runtime(&url, &clock).unwrap_err();
         assert_eq!(err.code(), "STATE_FILE", "{err}");
     }
+    // An empty file is a new one (a start that crashed before its first write makes one): no record, so the start
+    // waits `ahead` past the clock, as for a missing file.
+    std::fs::write(&path, b"").unwrap();
+    let before = clock.now_ms();
+    let rt = runtime(&url, &clock).unwrap();
+    assert!(rt.status().floor_ms >= before + 10_000, "{:?}", rt.status());
+}
+
+/// A new state file (none yet, or one deleted under a holder) starts `ahead` past the clock: a holder of a deleted
+/// file never issued past the ceiling it last wrote, at most `ahead` past the clock.
+#[test]
+fn a_new_state_file_waits_ahead() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("state");
+    let clock = ManualClock::new(START);
+    let rt = runtime(&static_url(&path, 2, "3s"), &clock).unwrap();
+    assert_eq!(rt.status().floor_ms, START + 3_000);
+    assert!(clock.now_ms() > START + 3_000, "the start did not wait");
+    let id = rt.next_id().unwrap();
+    assert!(rt.layout().decompose(id).unwrap().timestamp_ms > START + 3_000);
+}
+
+/// Records are written in place at one length, and readable by earlier versions' reader (padding inside the
+/// checksum, numbers as before).
+#[test]
+fn records_are_one_length_and_in_place() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("state");
+    let clock = ManualClock::new(START);
+    let rt = runtime(&static_url(&path, 7, "1s"), &clock).unwrap();
+    let ino = |p: &Path| std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(p).unwrap());
+    let first = ino(&path);
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert_eq!(text.len(), 80, "{text:?}");
+    assert!(
+        text.starts_with("cosid-state 1 slot=7 ceiling="),
+        "{text:?}"
+    );
+    let _ = rt.next_id().unwrap();
+    rt.shutdown().unwrap();
+    assert_eq!(
+        ino(&path),
+        first,
+        "the state file was replaced, not written in place"
+    );
+    assert_eq!(std::fs::read_to_string(&path).unwrap().len(), 80);
 }
 
 #[test]
@@ -230,6 +283,8 @@ fn crash_loop_child() {
         return;
     };
     let url = std::env::var("COSID_STATIC_CHILD_URL").unwrap();
+    // Paced children write a few megabytes rather than a gigabyte while they run for seconds.
+    let paced = std::env::var_os("COSID_STATIC_CHILD_PACED").is_some();
     let rt = match Runtime::builder()
         .store(url)
         .acquire_timeout(Duration::from_secs(5))
@@ -249,10 +304,20 @@ fn crash_loop_child() {
             .unwrap(),
     );
     loop {
-        let id = rt.next_id().unwrap().as_u64();
+        let id = match rt.next_id() {
+            Ok(id) => id.as_u64(),
+            Err(e) => {
+                w.flush().unwrap();
+                eprintln!("child stopped issuing: {} {e}", e.code());
+                std::process::exit(4);
+            }
+        };
         w.write_all(&id.to_le_bytes()).unwrap();
         if id % 64 == 0 {
             w.flush().unwrap();
+            if paced {
+                std::thread::sleep(Duration::from_millis(1));
+            }
         }
     }
 }
@@ -348,7 +413,7 @@ fn a_clock_set_back_and_corrected_does_not_stall_the_keeper() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("state");
     let clock = ManualClock::new(START);
-    let rt = runtime(&static_url(&path, 0, "400ms"), &clock).unwrap();
+    let rt = runtime(&static_url(provisioned(&path, 0), 0, "400ms"), &clock).unwrap();
     assert_eq!(file_ceiling(&path), START + 400);
     rt.next_id().unwrap();
     clock.set(START - 3_600_000);
@@ -399,6 +464,7 @@ fn spawn_static_child(url: &str, out: &Path) -> KillOnDrop {
         ])
         .env("COSID_STATIC_CHILD_OUT", out)
         .env("COSID_STATIC_CHILD_URL", url)
+        .env("COSID_STATIC_CHILD_PACED", "1")
         .stdout(std::process::Stdio::null())
         .stderr(log)
         .spawn()
@@ -452,7 +518,7 @@ fn a_state_file_through_a_symlink_is_one_file_and_stays_linked() {
     let link = dir.path().join("state");
     std::os::unix::fs::symlink(&target, &link).unwrap();
     let out_a = dir.path().join("ids-a");
-    let mut a = spawn_static_child(&static_url(&link, 1, "60s"), &out_a);
+    let mut a = spawn_static_child(&static_url(&link, 1, "2s"), &out_a);
     wait_for_ids(&mut a, &out_a);
     assert!(
         std::fs::symlink_metadata(&link)
@@ -464,7 +530,7 @@ fn a_state_file_through_a_symlink_is_one_file_and_stays_linked() {
     let ceiling = file_ceiling(&target);
     assert!(ceiling > START, "the target holds the ceiling ({ceiling})");
     let out_b = dir.path().join("ids-b");
-    let mut b = spawn_static_child(&static_url(&target, 1, "60s"), &out_b);
+    let mut b = spawn_static_child(&static_url(&target, 1, "2s"), &out_b);
     let log = expect_refused(&mut b, &out_b);
     drop(a);
     assert!(log.contains("another process"), "{log}");
@@ -479,12 +545,144 @@ fn a_state_file_with_a_hard_link_is_refused() {
     let path = dir.path().join("state");
     let other = dir.path().join("other-name");
     let out_a = dir.path().join("ids-a");
-    let mut a = spawn_static_child(&static_url(&path, 1, "60s"), &out_a);
+    let mut a = spawn_static_child(&static_url(&path, 1, "2s"), &out_a);
     wait_for_ids(&mut a, &out_a);
     std::fs::hard_link(&path, &other).unwrap();
     let out_b = dir.path().join("ids-b");
-    let mut b = spawn_static_child(&static_url(&other, 1, "60s"), &out_b);
+    let mut b = spawn_static_child(&static_url(&other, 1, "2s"), &out_b);
     let log = expect_refused(&mut b, &out_b);
     drop(a);
-    assert!(log.contains("hard links"), "{log}");
+    // The lock is on the file itself, which both names reach: the second process is refused by it.
+    assert!(log.contains("another process"), "{log}");
+}
+
+/// What a test deletes under a live holder of a state file.
+#[derive(Debug, Clone, Copy)]
+enum Deleted {
+    /// `PATH.lock`, the lock file earlier versions relied on.
+    LockFile,
+    /// The state file (and the lock file, if there is one), as a cleanup of old files would.
+    StateFile,
+    /// The state file's whole folder, as a cleanup of a temporary folder would.
+    Folder,
+}
+
+/// The ids a child wrote, flushed or not.
+fn ids_of(out: &Path) -> Vec<u64> {
+    std::fs::read(out)
+        .unwrap_or_default()
+        .chunks_exact(8)
+        .map(|c| u64::from_le_bytes(c.try_into().unwrap()))
+        .collect()
+}
+
+/// Deletes `what` under a live holder A, then starts B on the same state file path: A and B never issue the same
+/// id. A lock file deleted changes nothing (B is refused); a state file or folder deleted stops A (it can no
+/// longer record its ceiling where a new process would read it), and B, which finds no state file, starts past
+/// every ceiling A could have written.
+fn delete_under_a_live_holder(what: Deleted) {
+    let dir = tempfile::tempdir().unwrap();
+    let folder = dir.path().join("state-dir");
+    let path = folder.join("state");
+    let url = static_url(&path, 1, "2s");
+    let logs = dir.path().join("logs");
+    std::fs::create_dir(&logs).unwrap();
+    let out_a = logs.join("ids-a");
+    let mut a = spawn_static_child(&url, &out_a);
+    wait_for_ids(&mut a, &out_a);
+    let lock = folder.join("state.lock");
+    match what {
+        Deleted::LockFile => std::fs::remove_file(&lock).unwrap(),
+        Deleted::StateFile => {
+            std::fs::remove_file(&path).unwrap();
+            let _ = std::fs::remove_file(&lock);
+        }
+        Deleted::Folder => std::fs::remove_dir_all(&folder).unwrap(),
+    }
+    let out_b = logs.join("ids-b");
+    let mut b = spawn_static_child(&url, &out_b);
+    // Let both run (or stop) for longer than `ahead`, so a holder that kept issuing would overlap the other.
+    let deadline = std::time::Instant::now() + Duration::from_secs(6);
+    while std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let a_status = a.0.try_wait().unwrap();
+    let b_status = b.0.try_wait().unwrap();
+    drop(a);
+    drop(b);
+    let log_a = std::fs::read_to_string(out_a.with_extension("log")).unwrap_or_default();
+    let log_b = std::fs::read_to_string(out_b.with_extension("log")).unwrap_or_default();
+    let ids_a = ids_of(&out_a);
+    let ids_b = ids_of(&out_b);
+    let set_a: HashSet<u64> = ids_a.iter().copied().collect();
+    let repeated = ids_b.iter().filter(|id| set_a.contains(id)).count();
+    let layout = cosid::Layout::default();
+    let last_a = ids_a
+        .iter()
+        .map(|&id| layout.decompose(cosid::Id::from(id)).unwrap().timestamp_ms)
+        .max();
+    let first_b = ids_b
+        .iter()
+        .map(|&id| layout.decompose(cosid::Id::from(id)).unwrap().timestamp_ms)
+        .min();
+    assert_eq!(
+        repeated,
+        0,
+        "{what:?} deleted: {repeated} ids repeated; A issued until {last_a:?}, B from {first_b:?} \
+         ({} and {} ids); A: {a_status:?} {log_a}; B: {b_status:?} {log_b}",
+        ids_a.len(),
+        ids_b.len()
+    );
+    if let (Some(last_a), Some(first_b)) = (last_a, first_b) {
+        assert!(
+            last_a < first_b,
+            "{what:?} deleted: A issued until {last_a}, B from {first_b}"
+        );
+    }
+    match what {
+        Deleted::LockFile => {
+            assert_eq!(b_status.and_then(|s| s.code()), Some(3), "B ran: {log_b}");
+            assert!(log_b.contains("another process"), "{log_b}");
+            assert!(a_status.is_none(), "A stopped: {log_a}");
+        }
+        Deleted::StateFile | Deleted::Folder => {
+            assert_eq!(
+                a_status.and_then(|s| s.code()),
+                Some(4),
+                "A kept issuing: {log_a}"
+            );
+            assert!(log_a.contains("SLOT_LOST"), "{log_a}");
+            assert!(!ids_b.is_empty(), "B issued nothing: {b_status:?} {log_b}");
+        }
+    }
+}
+
+#[cfg(unix)]
+#[test]
+fn a_lock_file_deleted_under_a_live_holder_lets_no_second_process_in() {
+    delete_under_a_live_holder(Deleted::LockFile);
+}
+
+#[cfg(unix)]
+#[test]
+fn a_state_file_deleted_under_a_live_holder_stops_it_before_another_starts() {
+    delete_under_a_live_holder(Deleted::StateFile);
+}
+
+#[cfg(unix)]
+#[test]
+fn a_state_folder_deleted_under_a_live_holder_stops_it_before_another_starts() {
+    delete_under_a_live_holder(Deleted::Folder);
+}
+
+/// A state path that is a folder is refused as a folder, not as a file with several names.
+#[test]
+fn a_state_path_that_is_a_folder_is_named_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("state");
+    std::fs::create_dir(&path).unwrap();
+    let clock = ManualClock::new(START);
+    let err = runtime(&static_url(&path, 1, "1s"), &clock).unwrap_err();
+    assert_eq!(err.code(), "STATE_FILE", "{err}");
+    assert!(err.to_string().contains("is a folder, not a file"), "{err}");
 }
