@@ -1,0 +1,3 @@
+module github.com/cosid-rs/cosid/bindings/go
+
+go 1.24
