@@ -53,15 +53,18 @@ public final class Cosid {
     /** {@code n} increasing ids of the process-wide runtime in one call ({@code 0 <= n <= }{@link #MAX_BATCH}). */
     public static long[] nextIds(int n) {
         checkCount(n);
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment buf = arena.allocate(JAVA_LONG, Math.max(n, 1));
-            int r = (int) Native.NEXT_IDS.invokeExact(buf, (long) n);
-            if (r != 0) {
-                throw Native.error(r);
-            }
-            return buf.asSlice(0, 8L * n).toArray(JAVA_LONG);
+        return Scratch.ids(n, Cosid::fill);
+    }
+
+    private static void fill(MemorySegment buf, int n) {
+        int r;
+        try {
+            r = (int) Native.NEXT_IDS.invokeExact(buf, (long) n);
         } catch (Throwable t) {
             throw Native.rethrow(t);
+        }
+        if (r != 0) {
+            throw Native.error(r);
         }
     }
 

@@ -113,17 +113,22 @@ public final class Runtime implements AutoCloseable {
     /** {@code n} increasing ids in one call ({@code 0 <= n <= }{@link Cosid#MAX_BATCH}). */
     public long[] nextIds(int n) {
         Cosid.checkCount(n);
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment buf = arena.allocate(JAVA_LONG, Math.max(n, 1));
-            int r = (int) Native.RUNTIME_NEXT_IDS.invokeExact(handle, buf, (long) n);
-            if (r != 0) {
-                throw Native.error(r);
-            }
-            return buf.asSlice(0, 8L * n).toArray(JAVA_LONG);
-        } catch (Throwable t) {
-            throw Native.rethrow(t);
+        try {
+            return Scratch.ids(n, this::fill);
         } finally {
             Reference.reachabilityFence(this);
+        }
+    }
+
+    private void fill(MemorySegment buf, int n) {
+        int r;
+        try {
+            r = (int) Native.RUNTIME_NEXT_IDS.invokeExact(handle, buf, (long) n);
+        } catch (Throwable t) {
+            throw Native.rethrow(t);
+        }
+        if (r != 0) {
+            throw Native.error(r);
         }
     }
 
