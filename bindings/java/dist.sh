@@ -24,6 +24,6 @@ cp "$lib" "$native/libcosid.so"
 strip --strip-debug "$native/libcosid.so"
 version=$(sed -n 's|^    <version>\(.*\)</version>$|\1|p' bindings/java/pom.xml | head -1)
 (cd bindings/java && mvn -B -q -Dstyle.color=never -Dmaven.repo.local="$target/m2" -Dcosid.native.dir="$native" \
-    -DskipTests package)
+    -DskipTests clean package)
 cp "bindings/java/target/cosid-$version.jar" "bindings/java/target/cosid-$version-sources.jar" "$out/"
 echo "java dist: $out/cosid-$version.jar $out/cosid-$version-sources.jar"
