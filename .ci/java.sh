@@ -91,9 +91,9 @@ jar=bindings/java/target/cosid-$version.jar
 for f in "$jar" "bindings/java/target/cosid-$version-sources.jar"; do
     [ -s "$f" ] || { echo "java.sh: $f was not built" >&2; exit 1; }
 done
-unzip -l "$jar" | grep -q ' io/cosid/native/linux-x86_64/libcosid.so$' ||
+unzip -l "$jar" | grep ' io/cosid/native/linux-x86_64/libcosid.so$' >/dev/null ||
     { echo "java.sh: $jar carries no io/cosid/native/linux-x86_64/libcosid.so" >&2; exit 1; }
-unzip -p "$jar" META-INF/MANIFEST.MF | grep -q '^Enable-Native-Access: ALL-UNNAMED' ||
+unzip -p "$jar" META-INF/MANIFEST.MF | grep '^Enable-Native-Access: ALL-UNNAMED' >/dev/null ||
     { echo "java.sh: $jar's manifest lacks Enable-Native-Access" >&2; exit 1; }
 ls -l bindings/java/target/*.jar
 
@@ -104,7 +104,7 @@ out=$(cd "$tmp" && COSID_STORE="sqlite://$tmp/leases.db" COSID_NAMESPACE=example
 printf '%s\n' "$out"
 [ "$(printf '%s\n' "$out" | grep -cE '^[0-9]+  [0-9]{17}-[0-9]+-[0-9]+  [0-9A-Za-z]{11}$')" = 3 ] ||
     { echo "java.sh: the example did not print 3 ids with their text forms" >&2; exit 1; }
-printf '%s\n' "$out" | grep -q '^event: RELEASED' ||
+printf '%s\n' "$out" | grep '^event: RELEASED' >/dev/null ||
     { echo "java.sh: the example's listener saw no RELEASED event" >&2; exit 1; }
 
 if [ "${COSID_JAVA_BENCH:-0}" = 1 ]; then
