@@ -7,9 +7,10 @@
 #
 #     bash .ci/go.sh            (COSID_GO_NO_BENCH=1 skips the benchmark; COSID_GO_RACE=1 adds a -race run)
 #
-# The C library: the C tarball in dist/ when scripts/dist.sh made one (as in CI, just before), else the release
-# build in ${CARGO_TARGET_DIR:-target}/release installed into a temporary prefix (built first if missing). The Go
-# module and build caches live in ${CARGO_TARGET_DIR:-target}/go-cache, so later runs reuse the downloads.
+# The C library: the C tarball in dist/ (or $COSID_DIST_DIR, as for scripts/dist.sh) when scripts/dist.sh made
+# one (as in CI, just before), else the release build in ${CARGO_TARGET_DIR:-target}/release installed into a
+# temporary prefix (built first if missing). The Go module and build caches live in
+# ${CARGO_TARGET_DIR:-target}/go-cache, so later runs reuse the downloads.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -60,7 +61,7 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/cosid-go-ci.XXXXXX")
 
 step "the C library (dist/ tarball, else the release build)"
 version=$(sed -n 's/^#define COSID_VERSION "\(.*\)"$/\1/p' include/cosid.h)
-tarball=$root/dist/libcosid-$version-x86_64-linux-gnu.tar.gz
+tarball=${COSID_DIST_DIR:-$root/dist}/libcosid-$version-x86_64-linux-gnu.tar.gz
 if [ -f "$tarball" ]; then
     tar -C "$tmp" -xzf "$tarball"
     prefix=$tmp/libcosid-$version-x86_64-linux-gnu
@@ -74,6 +75,11 @@ else
     echo "using $target/release, installed into a temporary prefix"
 fi
 export PKG_CONFIG_PATH=$prefix/lib/pkgconfig
+# The go command caches a cgo package with the flags pkg-config gave, but does not hash pkg-config's output nor the
+# library: a later run with another prefix (this temporary one) or another build of libcosid would link what the
+# cache remembers. CGO_CFLAGS is hashed, so a define naming the prefix and the library's checksum keys the cache.
+key=$( { echo "$prefix"; cat "$prefix/lib/libcosid.a" "$prefix"/lib/libcosid.so.*.*.*; } | sha256sum | cut -c1-16)
+export CGO_CFLAGS="-O2 -g -DCOSID_GO_BUILD_KEY=$key"
 export LD_LIBRARY_PATH=$prefix/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 pkg-config --modversion cosid
 # No test touches the user's state directory; a stray default store would land here.
@@ -104,15 +110,16 @@ fi
 step "the example program, linked against libcosid.so and statically (-tags cosid_static)"
 export COSID_STORE="sqlite://$tmp/example.db" COSID_NAMESPACE=go-example
 go build -o "$tmp/example-shared" ./cmd/cosid-example
-readelf -d "$tmp/example-shared" | grep -q 'NEEDED.*libcosid\.so' || { echo "the shared build does not need libcosid.so" >&2; exit 1; }
+needed=$(readelf -d "$tmp/example-shared")
+grep -q 'NEEDED.*libcosid\.so' <<<"$needed" || { echo "go.sh: the shared build does not need libcosid.so" >&2; exit 1; }
 "$tmp/example-shared" 3
 go build -tags cosid_static -o "$tmp/example-static" ./cmd/cosid-example
-readelf -d "$tmp/example-static" | grep NEEDED
-if readelf -d "$tmp/example-static" | grep -q 'NEEDED.*libcosid'; then
+needed=$(readelf -d "$tmp/example-static")
+grep NEEDED <<<"$needed"
+if grep -q 'NEEDED.*libcosid' <<<"$needed" || ldd "$tmp/example-static" | grep libcosid; then
     echo "go.sh: the static build still needs libcosid.so" >&2
     exit 1
 fi
-! ldd "$tmp/example-static" | grep -q libcosid
 # Run where no libcosid.so can be found at all.
 env -u LD_LIBRARY_PATH "$tmp/example-static" 3 | tee "$tmp/static.out"
 [ "$(grep -cE '^[0-9]+  [0-9]{17}-[0-9]+-[0-9]+  [0-9A-Za-z]{11}$' "$tmp/static.out")" = 3 ]
@@ -123,7 +130,9 @@ unset COSID_STORE COSID_NAMESPACE
 step "the Go module archive (bindings/go/dist.sh)"
 bash dist.sh "$tmp/dist"
 ls -l "$tmp/dist"
-python3 -m zipfile -l "$tmp/dist"/*.zip | grep -q 'bindings/go@.*/cosid.go' || { echo "go.sh: the module zip lacks cosid.go" >&2; exit 1; }
+listing=$(python3 -m zipfile -l "$tmp/dist"/cosid-go-v*.zip)
+grep -q 'bindings/go@v[0-9.]*/cosid.go ' <<<"$listing" || { echo "go.sh: the module zip lacks cosid.go" >&2; exit 1; }
+! grep -q '/bench/' <<<"$listing" || { echo "go.sh: the module zip holds bench/, a module of its own" >&2; exit 1; }
 # A program outside the repository that takes the module from the zip, served from a folder as the module proxy
 # serves it (the go command checks the zip's format and paths), and links it statically.
 module=$(sed -n 's/^module //p' go.mod)
