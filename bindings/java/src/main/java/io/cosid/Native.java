@@ -100,10 +100,30 @@ final class Native {
     }
 
     static {
+        checkVersion(staticString(VERSION), Native.class.getPackage().getImplementationVersion());
         // Every event of every runtime reaches System.Logger and the process-wide listeners; the level is the
         // core's (DEBUG = 1: all of them, filtered by the logger).
         check(invokeInt(SET_LOG_CALLBACK, LOG_STUB, MemorySegment.NULL, 1));
         java.lang.Runtime.getRuntime().addShutdownHook(new Thread(Native::atExit, "cosid-shutdown"));
+    }
+
+    /**
+     * Refuses a library of another ABI than the jar's: before 1.0 every minor version may change the C structs this
+     * binding reads (include/cosid.h), after it every major one. {@code jar} is null when the classes do not come
+     * from the jar (a build folder): then nothing is checked.
+     */
+    static void checkVersion(String lib, String jar) {
+        if (jar == null || jar.equals(lib)) {
+            return;
+        }
+        String[] l = lib.split("\\.");
+        String[] j = jar.split("[.-]");
+        boolean same = l.length >= 2 && j.length >= 2 && l[0].equals(j[0]) && (!l[0].equals("0") || l[1].equals(j[1]));
+        if (!same) {
+            throw new UnsatisfiedLinkError("cosid: the loaded libcosid is version " + lib + ", but this jar is " + jar
+                    + " and reads the C ABI of its own version; load a libcosid " + jar
+                    + " (-D" + NativeLoader.PATH_PROPERTY + ") or the jar of the library's version");
+        }
     }
 
     /** Loads the library (the class's initialization), or throws its {@link UnsatisfiedLinkError}. */

@@ -52,4 +52,18 @@ class LoaderTest {
         assertTrue(r.out().contains("carries libcosid for linux-x86_64 only, not for linux-aarch64"), r.out());
         assertTrue(r.out().contains("-Dcosid.library.path"), r.out());
     }
+
+    @Test
+    void aLibraryOfAnotherAbiIsRefused() {
+        Native.checkVersion("0.1.0", null);
+        Native.checkVersion("0.1.0", "0.1.0");
+        Native.checkVersion("0.1.3", "0.1.0");
+        Native.checkVersion("0.1.0", "0.1.1-SNAPSHOT");
+        Native.checkVersion("1.4.0", "1.2.0");
+        for (String[] pair : new String[][] {{"0.2.0", "0.1.0"}, {"0.1.0", "0.2.0"}, {"2.0.0", "1.9.0"}, {"x", "0.1.0"}}) {
+            UnsatisfiedLinkError e = org.junit.jupiter.api.Assertions.assertThrows(UnsatisfiedLinkError.class,
+                    () -> Native.checkVersion(pair[0], pair[1]));
+            assertTrue(e.getMessage().contains("version " + pair[0]), e.getMessage());
+        }
+    }
 }
