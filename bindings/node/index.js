@@ -39,5 +39,29 @@ const native = load()
 // its leases to expire after their ttl; no id can be repeated either way.
 if (isMainThread) process.once('exit', () => native.closeAll())
 
+// Every `code` of an error cosid throws: the core's names (`ErrorCode` in index.d.ts).
+const codes = new Set(native.__errorCodes())
+
+/**
+ * The class of every error cosid throws, to narrow on: `err instanceof CosidError`, then `err.code` (an
+ * `ErrorCode`). The addon throws plain `Error` objects with a `code` (the fast path stays one native call), so
+ * `instanceof` recognizes them by that code: an `Error` whose `code` is one of cosid's names.
+ */
+class CosidError extends Error {
+  constructor(code, message, options) {
+    super(message, options)
+    this.code = code
+  }
+
+  static [Symbol.hasInstance](value) {
+    return (
+      Function.prototype[Symbol.hasInstance].call(this, value) ||
+      (value instanceof Error && typeof value.code === 'string' && codes.has(value.code))
+    )
+  }
+}
+Object.defineProperty(CosidError.prototype, 'name', { value: 'CosidError', configurable: true, writable: true })
+
 // The addon's test-only probes (`__...`) are not part of the package's API.
 module.exports = Object.fromEntries(Object.entries(native).filter(([name]) => !name.startsWith('__')))
+module.exports.CosidError = CosidError

@@ -2,6 +2,7 @@
 import cosid from './index.js'
 
 export const {
+  CosidError,
   Runtime,
   closeAll,
   configure,
@@ -11,6 +12,7 @@ export const {
   nextId,
   nextIdNumber,
   nextIdString,
+  nextIdStrings,
   nextIds,
   onEvent,
   parse,

@@ -3,7 +3,7 @@
 // release build). So the committed index.d.ts can be checked without building the addon a second time.
 //
 //   node scripts/typedefs.mjs TYPE_DEF_FOLDER OUT_FILE
-import { writeFileSync } from 'node:fs'
+import { readFileSync, writeFileSync } from 'node:fs'
 import { generateTypeDef } from '@napi-rs/cli'
 
 const [typeDefDir, out] = process.argv.slice(2)
@@ -11,10 +11,13 @@ if (!typeDefDir || !out) {
   console.error('usage: node scripts/typedefs.mjs TYPE_DEF_FOLDER OUT_FILE')
   process.exit(2)
 }
-// As `napi build --platform --no-js` calls it for this package: no loader is written, so none is declared.
+// As `napi build --platform --no-js` calls it for this package: no loader is written, so none is declared, and
+// the hand-written declarations of package.json's napi.dtsHeaderFile come first.
+const { napi } = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf-8'))
 const { dts } = await generateTypeDef({
   typeDefDir,
   cwd: process.cwd(),
   declareBindingTarget: false,
+  configDtsHeaderFile: napi.dtsHeaderFile,
 })
 writeFileSync(out, dts, 'utf-8')

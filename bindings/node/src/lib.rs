@@ -63,6 +63,28 @@ pub fn next_ids(env: Env, n: Unknown) -> Result<Raw, Thrown> {
     })
 }
 
+/// `n` ids (0 to 1048576) as decimal strings, in increasing order: for `JSON.stringify`, which throws on a
+/// `bigint`.
+#[napi(ts_args_type = "n: number", ts_return_type = "string[]")]
+pub fn next_id_strings(env: Env, n: Unknown) -> Result<Raw, Thrown> {
+    call(|| {
+        let n = args::count(&env, &n)?;
+        values::id_strings(&env, global::holder(), n)
+    })
+}
+
+/// Every error `code` cosid throws (the core's names), for `CosidError`'s `instanceof` (index.js).
+#[doc(hidden)]
+#[napi(js_name = "__errorCodes", skip_typescript)]
+pub fn error_codes() -> Result<Vec<&'static str>, Thrown> {
+    call(|| {
+        Ok(cosid::host::ErrorCode::ALL
+            .iter()
+            .map(|c| c.name())
+            .collect())
+    })
+}
+
 pub(crate) fn id_number(rt: &Holder) -> Result<f64, Thrown> {
     let layout = rt.layout().or_throw()?;
     if layout.total_bits() > 53 {

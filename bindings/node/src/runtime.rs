@@ -64,6 +64,16 @@ impl Runtime {
         })
     }
 
+    /// `n` ids (0 to 1048576) as decimal strings, in increasing order: for `JSON.stringify`, which throws on a
+    /// `bigint`.
+    #[napi(ts_args_type = "n: number", ts_return_type = "string[]")]
+    pub fn next_id_strings(&self, env: Env, n: Unknown) -> Result<Raw, Thrown> {
+        call(|| {
+            let n = args::count(&env, &n)?;
+            crate::values::id_strings(&env, &self.inner, n)
+        })
+    }
+
     /// The next id as a `number`; only for a layout of at most 53 bits (`'js-safe'`), else throws `LAYOUT`.
     #[napi]
     pub fn next_id_number(&self) -> Result<f64, Thrown> {

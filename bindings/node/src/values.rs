@@ -248,6 +248,30 @@ pub fn ids_array(env: &Env, rt: &Holder, n: usize) -> Result<Raw, Thrown> {
     Ok(Raw(array))
 }
 
+/// `n` ids from `rt` as an array of decimal strings: for JSON, which has no `bigint`.
+pub fn id_strings(env: &Env, rt: &Holder, n: usize) -> Result<Raw, Thrown> {
+    let mut ids = vec![Id::from_u64(0); n];
+    rt.fill(&mut ids).or_throw()?;
+    let mut array = ptr::null_mut();
+    // SAFETY: `env` is this call's environment; the out-pointer is a valid local.
+    check(
+        unsafe { sys::napi_create_array_with_length(env.raw(), n, &mut array) },
+        "create an array",
+    )
+    .or_throw()?;
+    for (i, id) in ids.iter().enumerate() {
+        let Raw(text) = decimal_string(env, *id)?;
+        // SAFETY: `array` is the array made above and `text` a string of this call's scope; `i < n <= 2^20`
+        // fits a u32.
+        check(
+            unsafe { sys::napi_set_element(env.raw(), array, i as u32, text) },
+            "set an array element",
+        )
+        .or_throw()?;
+    }
+    Ok(Raw(array))
+}
+
 /// The decimal form of `id` as a JavaScript string, formatted on the stack.
 pub fn decimal_string(env: &Env, id: Id) -> Result<Raw, Thrown> {
     let mut buf = [0u8; 20];

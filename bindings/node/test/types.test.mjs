@@ -1,5 +1,5 @@
-// index.d.ts type-checks, and describes the API: tsc --strict on a file that uses every export, with
-// @ts-expect-error lines for calls the declarations must refuse.
+// index.d.ts and index.d.mts type-check, and describe the API: tsc --strict on a file that uses every export, as
+// CommonJS and as an ES module, with @ts-expect-error lines for what the declarations must refuse.
 
 import test from 'node:test'
 import assert from 'node:assert/strict'
@@ -15,12 +15,17 @@ try {
   tsc = null
 }
 
-test('index.d.ts and a typed use of every export pass tsc --strict', { skip: tsc ? false : 'typescript is not installed (npm ci installs it)' }, () => {
-  const usage = fileURLToPath(new URL('./fixtures/usage.ts', import.meta.url))
-  const r = spawnSync(
-    process.execPath,
-    [tsc, '--noEmit', '--strict', '--target', 'es2022', '--module', 'node16', '--moduleResolution', 'node16', usage],
-    { encoding: 'utf8' },
-  )
-  assert.equal(r.status, 0, `${r.stdout}${r.stderr}`)
-})
+for (const [kind, fixture] of [
+  ['CommonJS (index.d.ts)', 'usage.ts'],
+  ['an ES module (index.d.mts)', 'usage.mts'],
+]) {
+  test(`a typed use of every export as ${kind} passes tsc --strict`, { skip: tsc ? false : 'typescript is not installed (npm ci installs it)' }, () => {
+    const usage = fileURLToPath(new URL(`./fixtures/${fixture}`, import.meta.url))
+    const r = spawnSync(
+      process.execPath,
+      [tsc, '--noEmit', '--strict', '--target', 'es2022', '--module', 'node16', '--moduleResolution', 'node16', usage],
+      { encoding: 'utf8' },
+    )
+    assert.equal(r.status, 0, `${r.stdout}${r.stderr}`)
+  })
+}
