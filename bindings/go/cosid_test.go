@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -508,5 +509,39 @@ func TestErrorFormats(t *testing.T) {
 	wrapped := fmt.Errorf("starting: %w", err)
 	if !errors.Is(wrapped, cosid.ErrConfig) || errors.Is(wrapped, cosid.ErrLayout) {
 		t.Fatal("errors.Is through a wrap")
+	}
+}
+
+// The cleanup is a safety net: a Runtime dropped without Close releases its slot once the garbage collector
+// finds it, so the next runtime on the store gets that slot back.
+func TestUnreachableRuntimeReleasesItsSlot(t *testing.T) {
+	store := sqliteStore(t)
+	func() {
+		rt, err := cosid.New(cosid.WithStore(store))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st, err := rt.Status(); err != nil || st.Slot != 0 {
+			t.Fatalf("first runtime: %+v, %v", st, err)
+		}
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		runtime.GC()
+		time.Sleep(20 * time.Millisecond)
+		rt := newRuntime(t, cosid.WithStore(store))
+		st, err := rt.Status()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Slot == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("slot 0 still held 10s after the first runtime became unreachable (got slot %d)", st.Slot)
+		}
+		if err := rt.Close(); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
