@@ -143,11 +143,12 @@ mkdir -p "$tmp/proxy/$module/@v" "$tmp/consumer"
 cp "$zip" "$tmp/proxy/$module/@v/$mversion.zip"
 cp go.mod "$tmp/proxy/$module/@v/$mversion.mod"
 echo "$mversion" > "$tmp/proxy/$module/@v/list"
-printf 'module example.com/consumer\n\ngo 1.24\n\nrequire %s %s\n' "$module" "$mversion" > "$tmp/consumer/go.mod"
+printf '{"Version":"%s"}\n' "$mversion" > "$tmp/proxy/$module/@v/$mversion.info"
+printf 'module example.com/consumer\n\ngo 1.24\n' > "$tmp/consumer/go.mod"
 printf 'package main\n\nimport (\n\t"fmt"\n\n\tcosid "%s"\n)\n\nfunc main() { fmt.Println(cosid.ToBase62(4194316295), cosid.Version()) }\n' "$module" > "$tmp/consumer/main.go"
-(cd "$tmp/consumer" && GOPROXY="file://$tmp/proxy" GONOSUMDB=github.com/cosid-rs GOMODCACHE="$tmp/modcache" \
-    go build -tags cosid_static -o consumer . && env -u LD_LIBRARY_PATH ./consumer && \
-    GOMODCACHE="$tmp/modcache" go clean -modcache)
+(cd "$tmp/consumer" && export GOPROXY="file://$tmp/proxy" GONOSUMDB=github.com/cosid-rs GOMODCACHE="$tmp/modcache" &&
+    go get "$module@$mversion" && go build -tags cosid_static -o consumer . && env -u LD_LIBRARY_PATH ./consumer &&
+    go clean -modcache)
 
 if [ "${COSID_GO_NO_BENCH:-0}" != 1 ]; then
     step "benchmark beside sonyflake and bwmarrin/snowflake (figures only)"
