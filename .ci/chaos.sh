@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# The chaos profile for CI (about 12 minutes after the build): cosid against a real Redis, then one SQLite file
+# The chaos profile for CI (about 14 minutes after the build): cosid against a real Redis, then one SQLite file
 # shared by 8 processes, then a private PostgreSQL, then a private 3-member etcd cluster, then a private 3-server
-# ZooKeeper ensemble, each under faults, each followed by the negative control that shows the checker can see lost
-# writes. See docs/reliability.md.
+# ZooKeeper ensemble, then 3 `cosid serve` replicas in front of one SQLite file, each under faults, each followed by
+# the negative control that shows the checker can see lost writes. See docs/reliability.md.
 #
 #     bash .ci/chaos.sh
 #
@@ -31,7 +31,13 @@
 #    and restarted or stopped with SIGSTOP, a server cut off by an nftables rule on its address, every client
 #    connection cut (`ss -K`);
 # 11. `cosid-chaos run --store zookeeper --profile ci --negative`: 2 rounds of 30 s, the whole ensemble crashed and
-#    started on older copies of its three data folders (snapshots, transaction logs, myid).
+#    started on older copies of its three data folders (snapshots, transaction logs, myid);
+# 12. `cosid-chaos run --store serve --profile ci`: 45 s, 4 workers on 2 slots on the `http://` store, through a
+#    round-robin TCP proxy, in front of 3 `cosid serve` replicas (free ports) on one SQLite file; a replica killed
+#    with -9 and started again on its port, a replica stopped with SIGSTOP, every replica restarted, every
+#    connection through the proxy cut, and the worker faults (kill, stop, clock shifts);
+# 13. `cosid-chaos run --store serve --profile ci --negative`: 2 rounds of 30 s, an older copy of the SQLite file
+#    written back in place under the replicas while the workers run.
 # Each run prints how long it took. The long profiles (`--profile long`, 30 minutes each) are not run here.
 #
 # Installs Debian's `redis-server`, `postgresql`, `etcd-server`, `zookeeper` (with Java) and `nftables` when they
@@ -41,6 +47,7 @@
 # is emulated by SIGSTOP of the member. Settings (environment):
 #   COSID_CHAOS_SEED   replay the nemesis' decisions of an earlier run (each run prints its seed)
 #   COSID_CHAOS_OUT    where the run folders go (default ${TMPDIR:-/tmp}/cosid-chaos)
+#   COSID_BIN          the `cosid` binary the serve runs start (default target/release/cosid, built if missing)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TERM_COLOR=never
@@ -85,7 +92,15 @@ cargo test --release -p cosid-chaos
 bin=target/release/cosid-chaos
 status=0
 
-for store in redis sqlite postgres etcd zookeeper; do
+# The serve runs start `cosid serve` replicas: scripts/dist.sh's build, else one made here.
+COSID_BIN="${COSID_BIN:-$PWD/target/release/cosid}"
+if [ ! -x "$COSID_BIN" ]; then
+    log "building cosid (release) for the serve runs"
+    cargo build --release -q -p cosid-cli
+fi
+export COSID_BIN
+
+for store in redis sqlite postgres etcd zookeeper serve; do
     started=$SECONDS
     log "$store positive run: cosid-chaos run --store $store --profile ci"
     if "$bin" run --store "$store" --profile ci --out "$out"; then

@@ -6,6 +6,7 @@
 //! cosid-chaos run --store sqlite --profile ci [--negative]   # 8 processes on one SQLite file
 //! cosid-chaos run --store etcd --profile ci [--negative]     # a private 3-member etcd cluster
 //! cosid-chaos run --store zookeeper --profile ci [--negative]  # a private 3-server ZooKeeper ensemble
+//! cosid-chaos run --store serve --profile ci [--negative]  # 3 `cosid serve` replicas in front of one SQLite file
 //! cosid-chaos run --profile long            # 30 minutes
 //! cosid-chaos run --seed 1234               # replay the nemesis' decisions of an earlier run
 //! cosid-chaos check /tmp/cosid-chaos/run-...  # check the logs of an earlier run again
@@ -24,6 +25,7 @@ mod logs;
 mod nemesis;
 mod postgres_server;
 mod redis_server;
+mod serve_replicas;
 mod store;
 mod worker;
 mod zookeeper_server;
@@ -37,7 +39,7 @@ use store::Store;
 #[derive(Debug, Parser)]
 #[command(
     name = "cosid-chaos",
-    about = "Chaos harness for cosid: a real store (Redis, SQLite, PostgreSQL, etcd or ZooKeeper), worker processes, a nemesis and a checker"
+    about = "Chaos harness for cosid: a real store (Redis, SQLite, PostgreSQL, etcd, ZooKeeper, or cosid serve replicas in front of SQLite), worker processes, a nemesis and a checker"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -47,7 +49,7 @@ struct Cli {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum Profile {
     /// Redis: 90 s (the negative control: 4 rounds of 30 s). etcd: 60 s; SQLite, PostgreSQL,
-    /// ZooKeeper: 45 s (the negative control of each: 2 rounds of 30 s).
+    /// ZooKeeper, serve: 45 s (the negative control of each: 2 rounds of 30 s).
     Ci,
     /// 30 minutes (the negative control: 20 rounds).
     Long,
@@ -70,8 +72,8 @@ enum Command {
         #[arg(long, env = "COSID_CHAOS_SEED")]
         seed: Option<u64>,
         /// Runs the negative control instead: an older copy of the data restored while the workers run (Redis:
-        /// with `appendfsync everysec`; SQLite: written back into the live file; PostgreSQL, etcd, ZooKeeper: the
-        /// servers crashed and started on the copy). It must be caught (duplicates
+        /// with `appendfsync everysec`; SQLite, serve: written back into the live file; PostgreSQL, etcd, ZooKeeper:
+        /// the servers crashed and started on the copy). It must be caught (duplicates
         /// or the store-regression alarm).
         #[arg(long)]
         negative: bool,
@@ -167,7 +169,7 @@ fn main() -> ExitCode {
             let seed = seed.unwrap_or_else(random_seed);
             let out = out.unwrap_or_else(|| std::env::temp_dir().join("cosid-chaos"));
             let workers = workers.unwrap_or(match store {
-                Store::Redis | Store::Postgres | Store::Etcd | Store::Zookeeper => 4,
+                Store::Redis | Store::Postgres | Store::Etcd | Store::Zookeeper | Store::Serve => 4,
                 Store::Sqlite => 8,
             });
             if workers < 2 {
@@ -187,7 +189,11 @@ fn main() -> ExitCode {
                 store,
                 // 8 workers on 2 slots would mostly wait: 4 slots on SQLite.
                 bits: match store {
-                    Store::Redis | Store::Postgres | Store::Etcd | Store::Zookeeper => BITS,
+                    Store::Redis
+                    | Store::Postgres
+                    | Store::Etcd
+                    | Store::Zookeeper
+                    | Store::Serve => BITS,
                     Store::Sqlite => 2,
                 },
             };
@@ -204,9 +210,10 @@ fn main() -> ExitCode {
                 let duration = duration.unwrap_or(match (profile, store) {
                     (Profile::Ci, Store::Redis) => Duration::from_secs(90),
                     (Profile::Ci, Store::Etcd) => Duration::from_secs(60),
-                    (Profile::Ci, Store::Sqlite | Store::Postgres | Store::Zookeeper) => {
-                        Duration::from_secs(45)
-                    }
+                    (
+                        Profile::Ci,
+                        Store::Sqlite | Store::Postgres | Store::Zookeeper | Store::Serve,
+                    ) => Duration::from_secs(45),
                     (Profile::Long, _) => Duration::from_secs(30 * 60),
                 });
                 positive(base, duration, profile)
@@ -256,6 +263,12 @@ fn store_label(store: Store, negative: bool) -> &'static str {
         }
         (Store::Zookeeper, true) => {
             "a private 3-server ZooKeeper ensemble, crashed and started on the copies of its data folders"
+        }
+        (Store::Serve, false) => {
+            "3 cosid serve replicas in front of one SQLite file, reached through a round-robin proxy (http://)"
+        }
+        (Store::Serve, true) => {
+            "3 cosid serve replicas in front of one SQLite file, the copy written back in place"
         }
     }
 }

@@ -52,12 +52,20 @@ pub enum Kind {
     ZookeeperPartition,
     /// ZooKeeper: cut every client connection to every server (`ss -K`).
     ZookeeperDropConnections,
+    /// `cosid serve`: `SIGKILL` a replica, start it again on its port.
+    ServeKill,
+    /// `cosid serve`: `SIGSTOP` a replica, `SIGCONT` it later.
+    ServePause,
+    /// `cosid serve`: stop every replica (`SIGTERM`), start them all again.
+    ServeRestartAll,
+    /// `cosid serve`: cut every connection through the proxy in front of the replicas.
+    ServeDropConnections,
 }
 
 impl Kind {
     /// Every kind, in report order.
     #[cfg(test)]
-    pub const ALL: [Kind; 21] = [
+    pub const ALL: [Kind; 25] = [
         Kind::Pause,
         Kind::Kill,
         Kind::ClockAhead,
@@ -79,6 +87,10 @@ impl Kind {
         Kind::ZookeeperLeaderPause,
         Kind::ZookeeperPartition,
         Kind::ZookeeperDropConnections,
+        Kind::ServeKill,
+        Kind::ServePause,
+        Kind::ServeRestartAll,
+        Kind::ServeDropConnections,
     ];
 
     /// The name used in logs and reports.
@@ -105,6 +117,10 @@ impl Kind {
             Kind::ZookeeperLeaderPause => "zookeeper-leader-sigstop",
             Kind::ZookeeperPartition => "zookeeper-partition",
             Kind::ZookeeperDropConnections => "zookeeper-drop-connections",
+            Kind::ServeKill => "serve-replica-sigkill",
+            Kind::ServePause => "serve-replica-sigstop",
+            Kind::ServeRestartAll => "serve-restart-all",
+            Kind::ServeDropConnections => "serve-drop-connections",
         }
     }
 
@@ -234,7 +250,12 @@ impl Nemesis {
             | Kind::FileReplace
             | Kind::TerminateBackends
             | Kind::EtcdDropConnections
-            | Kind::ZookeeperDropConnections => (Duration::ZERO, 0),
+            | Kind::ZookeeperDropConnections
+            | Kind::ServeDropConnections => (Duration::ZERO, 0),
+            // How long the replica (or every replica) stays down between the stop and the start.
+            Kind::ServeKill | Kind::ServeRestartAll => (self.range_ms(0..=1_500), 0),
+            // As long as a client pause: a replica that hangs past a lease.
+            Kind::ServePause => (self.range_ms(500..=ttl * 5 / 2), 0),
             // How long the server stays down between the crash and the start.
             Kind::PostgresKill => (self.range_ms(0..=1_500), 0),
             // As long as a client pause: a server that hangs past a lease.
@@ -280,6 +301,7 @@ mod tests {
                     Store::Postgres,
                     Store::Etcd,
                     Store::Zookeeper,
+                    Store::Serve,
                 ]
                 .iter()
                 .any(|s| s.kinds().contains(&k)),
@@ -307,6 +329,7 @@ mod tests {
             Store::Postgres,
             Store::Etcd,
             Store::Zookeeper,
+            Store::Serve,
         ] {
             let k = store.kinds();
             let mut n = Nemesis::new(11, Duration::from_secs(3), 8, k);
@@ -356,6 +379,7 @@ mod tests {
             Store::Postgres,
             Store::Etcd,
             Store::Zookeeper,
+            Store::Serve,
         ] {
             let mut n = Nemesis::new(5, Duration::from_secs(3), 8, store.kinds());
             for _ in 0..50 {

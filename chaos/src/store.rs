@@ -25,6 +25,9 @@ pub enum Store {
     Etcd,
     /// A private 3-server ZooKeeper ensemble (127.0.0.2 to 127.0.0.4).
     Zookeeper,
+    /// Three `cosid serve` replicas in front of one SQLite file, the workers on the `http://` store through a
+    /// round-robin proxy.
+    Serve,
 }
 
 /// Redis' faults: every worker fault, and every server fault.
@@ -102,6 +105,30 @@ const ZOOKEEPER_NEGATIVE_KINDS: [Kind; 6] = [
     Kind::ZookeeperDropConnections,
 ];
 
+/// `cosid serve`'s faults: every worker fault (the store's time is the replicas' clock, as with Redis it is the
+/// server's), and the replicas': one crashed and started again on its port, one stopped, all restarted, every
+/// connection through the proxy cut.
+const SERVE_KINDS: [Kind; 8] = [
+    Kind::Pause,
+    Kind::Kill,
+    Kind::ClockAhead,
+    Kind::ClockBehind,
+    Kind::ServeKill,
+    Kind::ServePause,
+    Kind::ServeRestartAll,
+    Kind::ServeDropConnections,
+];
+
+/// `cosid serve`'s negative control: [`SERVE_KINDS`] without the clock shifts (the control is about lost writes).
+const SERVE_NEGATIVE_KINDS: [Kind; 6] = [
+    Kind::Pause,
+    Kind::Kill,
+    Kind::ServeKill,
+    Kind::ServePause,
+    Kind::ServeRestartAll,
+    Kind::ServeDropConnections,
+];
+
 impl Store {
     /// The name in logs, `run.txt` and on the command line.
     pub fn name(self) -> &'static str {
@@ -111,6 +138,7 @@ impl Store {
             Store::Postgres => "postgres",
             Store::Etcd => "etcd",
             Store::Zookeeper => "zookeeper",
+            Store::Serve => "serve",
         }
     }
 
@@ -122,6 +150,7 @@ impl Store {
             Some("postgres") => Some(Store::Postgres),
             Some("etcd") => Some(Store::Etcd),
             Some("zookeeper") => Some(Store::Zookeeper),
+            Some("serve") => Some(Store::Serve),
             Some(_) => None,
         }
     }
@@ -134,6 +163,7 @@ impl Store {
             Store::Postgres => &POSTGRES_KINDS,
             Store::Etcd => &ETCD_KINDS,
             Store::Zookeeper => &ZOOKEEPER_KINDS,
+            Store::Serve => &SERVE_KINDS,
         }
     }
 
@@ -150,6 +180,7 @@ impl Store {
             (Store::Etcd, true) => &ETCD_NEGATIVE_KINDS,
             // The same holds on ZooKeeper, whose store time is the worker's clock too.
             (Store::Zookeeper, true) => &ZOOKEEPER_NEGATIVE_KINDS,
+            (Store::Serve, true) => &SERVE_NEGATIVE_KINDS,
             _ => self.kinds(),
         }
     }

@@ -31,6 +31,9 @@ pub fn report(dir: &Path, logs: &RunLogs, a: &Analysis) -> String {
         "  slots at the end: {}",
         info.get("final_slots").unwrap_or("?")
     );
+    if let Some(proxy) = info.get("proxy") {
+        let _ = writeln!(s, "  serve replicas: {proxy}");
+    }
     let _ = writeln!(s, "faults");
     for (k, v) in &a.faults {
         let failed = a

@@ -6,6 +6,7 @@ use crate::logs::{wall_ms, Line};
 use crate::nemesis::{Fault, Kind};
 use crate::postgres_server::PostgresServer;
 use crate::redis_server::{RedisServer, Stop};
+use crate::serve_replicas::ServeReplicas;
 use crate::zookeeper_server::ZookeeperEnsemble;
 use nix::sys::signal::Signal;
 use std::io;
@@ -233,6 +234,49 @@ impl Run<'_> {
                     .map(|n| {
                         line = line.clone().field("dropped", n);
                     }),
+                Kind::ServeKill => {
+                    line = line.field("downtime", f.duration.as_millis());
+                    let r = self.pick_replica();
+                    line = line.field("replica", r);
+                    let res = self.serve().and_then(|x| x.stop_replica(r, Stop::Kill));
+                    if res.is_ok() {
+                        self.heals
+                            .push((Instant::now() + f.duration, Heal::ServeStart { replica: r }));
+                    }
+                    res
+                }
+                Kind::ServePause => {
+                    line = line.field("duration", f.duration.as_millis());
+                    let r = self.pick_replica();
+                    line = line.field("replica", r);
+                    let res = self.serve().and_then(|x| x.pause(r, true));
+                    if res.is_ok() {
+                        self.heals
+                            .push((Instant::now() + f.duration, Heal::ServeCont { replica: r }));
+                    }
+                    res
+                }
+                Kind::ServeRestartAll => {
+                    line = line.field("downtime", f.duration.as_millis());
+                    self.serve()
+                        .and_then(|x| {
+                            for r in 0..x.len() {
+                                x.stop_replica(r, Stop::Term)?;
+                            }
+                            Ok(x.len())
+                        })
+                        .map(|n| {
+                            for r in 0..n {
+                                self.heals.push((
+                                    Instant::now() + f.duration,
+                                    Heal::ServeStart { replica: r },
+                                ));
+                            }
+                        })
+                }
+                Kind::ServeDropConnections => self.serve().map(|x| x.drop_connections()).map(|n| {
+                    line = line.clone().field("dropped", n);
+                }),
                 Kind::FileReplace => match &self.sqlite {
                     Some(file) => file.replace(),
                     None => Err(io::Error::other("file-replace needs an SQLite run")),
@@ -267,6 +311,19 @@ impl Run<'_> {
         self.zookeeper
             .as_mut()
             .ok_or_else(|| io::Error::other("a ZooKeeper fault in a run on another store"))
+    }
+
+    /// The `cosid serve` replicas, for a serve fault.
+    pub(super) fn serve(&mut self) -> io::Result<&mut ServeReplicas> {
+        self.serve
+            .as_mut()
+            .ok_or_else(|| io::Error::other("a serve fault in a run on another store"))
+    }
+
+    /// A replica, from the nemesis' RNG.
+    fn pick_replica(&mut self) -> usize {
+        let n = self.serve.as_ref().map_or(1, ServeReplicas::len) as u64;
+        self.nemesis.range_ms(0..=n - 1).as_millis() as usize
     }
 
     /// The PostgreSQL server, for a PostgreSQL fault.
@@ -431,6 +488,28 @@ impl Run<'_> {
                     .field("kind", "zookeeper-unpartition")
                     .field("member", member),
                 self.zookeeper().and_then(|c| c.partition(member, false)),
+            ),
+            Heal::ServeStart { replica } => {
+                let r = self.serve().and_then(|x| x.start_replica(replica));
+                if r.is_err() {
+                    // Never leave a replica down for the rest of the run: try again shortly.
+                    self.heals.push((
+                        Instant::now() + Duration::from_secs(1),
+                        Heal::ServeStart { replica },
+                    ));
+                }
+                (
+                    Line::new(now, "HEAL")
+                        .field("kind", "serve-start")
+                        .field("replica", replica),
+                    r,
+                )
+            }
+            Heal::ServeCont { replica } => (
+                Line::new(now, "HEAL")
+                    .field("kind", "serve-sigcont")
+                    .field("replica", replica),
+                self.serve().and_then(|x| x.pause(replica, false)),
             ),
             Heal::PostgresCont => (
                 Line::new(now, "HEAL").field("kind", "postgres-sigcont"),

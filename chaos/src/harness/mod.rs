@@ -1,5 +1,6 @@
-//! The harness: starts the store (a private Redis, or an SQLite file) and the workers, lets the nemesis loose, stops everything in order, and leaves the
-//! logs for the checker.
+//! The harness: starts the store (a private Redis, an SQLite file, a private PostgreSQL, etcd cluster or ZooKeeper
+//! ensemble, or `cosid serve` replicas in front of an SQLite file) and the workers, lets the nemesis loose, stops
+//! everything in order, and leaves the logs for the checker.
 
 mod faults;
 mod negative;
@@ -9,6 +10,7 @@ use crate::logs::{self, wall_ms, Line, LineWriter, RunInfo};
 use crate::nemesis::{Kind, Nemesis};
 use crate::postgres_server::PostgresServer;
 use crate::redis_server::{RedisServer, Stop};
+use crate::serve_replicas::ServeReplicas;
 use crate::store::{SqliteFile, Store};
 use crate::zookeeper_server::ZookeeperEnsemble;
 use cosid::clock::SystemClock;
@@ -93,6 +95,10 @@ enum Heal {
     ZookeeperCont { member: usize },
     /// ZooKeeper: end this server's partition.
     ZookeeperUnpartition { member: usize },
+    /// `cosid serve`: start this replica again after a crash's downtime.
+    ServeStart { replica: usize },
+    /// `cosid serve`: `SIGCONT` this replica.
+    ServeCont { replica: usize },
 }
 
 struct Run<'a> {
@@ -109,6 +115,8 @@ struct Run<'a> {
     etcd: Option<EtcdCluster>,
     /// The ZooKeeper ensemble (ZooKeeper runs only).
     zookeeper: Option<ZookeeperEnsemble>,
+    /// The `cosid serve` replicas and their proxy (serve runs only; their store is `sqlite`).
+    serve: Option<ServeReplicas>,
     /// Workers started through the database's second name (the hard-link fault), by index.
     via_link: Vec<bool>,
     workers: Vec<Worker>,
@@ -149,8 +157,8 @@ pub fn run(s: &Settings) -> io::Result<PathBuf> {
     let namespace = format!("chaos-{}", s.seed);
     let mut info = RunInfo::default();
     info.set("store", s.store.name());
-    let (mut redis, mut sqlite, mut postgres, mut etcd, mut zookeeper) =
-        (None, None, None, None, None);
+    let (mut redis, mut sqlite, mut postgres, mut etcd, mut zookeeper, mut serve) =
+        (None, None, None, None, None, None);
     let url = match s.store {
         Store::Redis => {
             let fsync = if s.negative { "everysec" } else { "always" };
@@ -191,6 +199,13 @@ pub fn run(s: &Settings) -> io::Result<PathBuf> {
             );
             zookeeper.insert(ensemble).url()
         }
+        Store::Serve => {
+            let file = sqlite.insert(SqliteFile::create(&s.dir.join("sqlite"))?);
+            let replicas = ServeReplicas::start(&s.dir.join("serve"), &file.url(), SERVE_REPLICAS)?;
+            info.set("replicas", replicas.len());
+            info.set("behind", file.url());
+            serve.insert(replicas).url()
+        }
     };
     info.set("seed", s.seed);
     info.set("negative", s.negative);
@@ -213,6 +228,7 @@ pub fn run(s: &Settings) -> io::Result<PathBuf> {
         postgres,
         etcd,
         zookeeper,
+        serve,
         via_link: vec![false; s.workers],
         workers: Vec::new(),
         nemesis: Nemesis::new(s.seed, s.ttl, s.workers, s.store.run_kinds(s.negative)),
@@ -254,6 +270,10 @@ pub fn run(s: &Settings) -> io::Result<PathBuf> {
         // The data folders stay (a few MB: snapshots and transaction logs, preallocated 4 MB a server).
         ensemble.heal_partition();
         ensemble.stop(Stop::Term);
+    }
+    if let Some(replicas) = run.serve.as_mut() {
+        replicas.stop();
+        info.set("proxy", replicas.summary());
     }
     info.set("measure_to", measure_to);
     info.set("interrupted", interrupted());
@@ -324,8 +344,11 @@ impl Run<'_> {
         })
     }
 
-    /// The store URL the workers use (the database's first name, for SQLite).
+    /// The store URL the workers use (the database's first name, for SQLite; the proxy, for serve).
     fn url(&self) -> String {
+        if let Some(replicas) = &self.serve {
+            return replicas.url();
+        }
         if let Some(ensemble) = &self.zookeeper {
             return ensemble.url();
         }
@@ -344,7 +367,12 @@ impl Run<'_> {
             .enable_all()
             .build()
             .map_err(|e| e.to_string())?;
-        let url = StoreUrl::parse(&self.url()).map_err(|e| e.to_string())?;
+        // Serve runs: the file behind the replicas, read directly, whichever replica is down.
+        let url = match (&self.serve, &self.sqlite) {
+            (Some(_), Some(file)) => file.url(),
+            _ => self.url(),
+        };
+        let url = StoreUrl::parse(&url).map_err(|e| e.to_string())?;
         let ns = Namespace::new(self.namespace.clone()).map_err(|e| e.to_string())?;
         let inspection = rt
             .block_on(async {
@@ -396,8 +424,25 @@ impl Run<'_> {
         false
     }
 
-    /// Restarts a worker that exited by itself (it never should: that is reported).
+    /// Restarts a worker that exited by itself (it never should: that is reported), and a `cosid serve` replica
+    /// that did.
     fn supervise(&mut self) {
+        let replicas = self.serve.as_ref().map_or(0, ServeReplicas::len);
+        for r in 0..replicas {
+            let Some(status) = self.serve.as_mut().and_then(|x| x.exited(r)) else {
+                continue;
+            };
+            let started = self.serve.as_mut().map(|x| x.start_replica(r));
+            let reason = match started {
+                Some(Err(e)) => format!("{status}; restart failed: {e}"),
+                _ => format!("{status}; started again"),
+            };
+            self.note(
+                Line::new(wall_ms(), "SERVE_EXIT")
+                    .field("replica", r)
+                    .reason(reason),
+            );
+        }
         for i in 0..self.workers.len() {
             let status = match self.workers[i].child.try_wait() {
                 Ok(Some(status)) => status,
@@ -450,6 +495,11 @@ impl Run<'_> {
                     .etcd
                     .as_ref()
                     .is_some_and(|c| (0..c.len()).all(|m| c.healthy(m)));
+                // One replica out at a time (and none while all restart): there is always one to answer.
+                let replicas_whole = self
+                    .serve
+                    .as_ref()
+                    .is_some_and(|r| (0..r.len()).all(|i| r.healthy(i)));
                 let ensemble_whole = self
                     .zookeeper
                     .as_ref()
@@ -471,6 +521,9 @@ impl Run<'_> {
                         | Kind::ZookeeperPartition,
                         _,
                     ) => ensemble_whole,
+                    (Kind::ServeKill | Kind::ServePause | Kind::ServeRestartAll, _) => {
+                        replicas_whole
+                    }
                     _ => true,
                 });
                 self.inject(fault);
@@ -539,6 +592,9 @@ impl Run<'_> {
         }
     }
 }
+
+/// `cosid serve` replicas in front of the store, in serve runs.
+const SERVE_REPLICAS: usize = 3;
 
 impl Drop for Run<'_> {
     fn drop(&mut self) {
