@@ -61,6 +61,10 @@ for pkg in bindings/node/package.json bindings/node/npm/*/package.json; do
     same "$pkg version" "$(node -p "require('./$pkg').version")" "$version"
 done
 
+# Java: the jar's version in the Maven project.
+same "bindings/java/pom.xml version" \
+    "$(sed -n 's|^    <version>\(.*\)</version>$|\1|p' bindings/java/pom.xml | head -1)" "$version"
+
 # C: the header's macros.
 h=include/cosid.h
 macro() { sed -n "s/^#define $1 \(.*\)$/\1/p" "$h"; }

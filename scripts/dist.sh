@@ -7,14 +7,17 @@
 #   dist/cosid-linux-x64-gnu-VERSION.tgz                     npm: its platform package, the prebuilt addon
 #   dist/libcosid-VERSION-x86_64-linux-gnu.tar.gz            C: lib/, include/, pkg-config and CMake files
 #   dist/cosid-cli-VERSION-x86_64-linux-gnu.tar.gz           the `cosid` command, every store
+#   dist/cosid-VERSION.jar                                   Java: the jar, libcosid.so for linux-x86_64 inside
+#   dist/cosid-VERSION-sources.jar                           Java: its sources
 #   dist/SHA256SUMS
 #
 #     scripts/dist.sh            (COSID_DIST_DIR=... for another folder than dist/)
 #
 # `cargo build --release` builds the C library, the Node addon and the CLI in one go (one core, every store);
 # maturin builds the Python module's own crate (and pyo3) on top of it, and npm and tar only package. Needs the
-# Rust toolchain, protoc (etcd's client), Python 3.9+ with venv, Node 20+ with npm, objdump. maturin comes from
-# PyPI into target/dist-tools (pinned below), reused by later runs. docs/install.md says what each artefact is.
+# Rust toolchain, protoc (etcd's client), Python 3.9+ with venv, Node 20+ with npm, objdump, a JDK 22+ and Maven
+# (the jar). maturin comes from PyPI into target/dist-tools (pinned below), reused by later runs. docs/install.md
+# says what each artefact is.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -112,6 +115,9 @@ install -m 755 "$release/cosid" "$stage/$cli_name/bin/cosid"
 strip --strip-debug "$stage/$cli_name/bin/cosid"
 cp LICENSE-MIT LICENSE-APACHE README.md "$stage/$cli_name/"
 tar -C "$stage" --owner=0 --group=0 --numeric-owner -czf "$out/$cli_name.tar.gz" "$cli_name"
+
+step "Java: the jar (libcosid.so for linux-x86_64 inside) and its sources jar"
+bash bindings/java/dist.sh "$out"
 
 step "checksums"
 (cd "$out" && sha256sum -- * > SHA256SUMS && cat SHA256SUMS)

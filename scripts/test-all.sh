@@ -112,6 +112,10 @@ step "Node package"
 servers
 bash .ci/node.sh
 
+step "Java binding (FFM over libcosid): tests, jar and sources jar, example"
+servers
+bash .ci/java.sh
+
 step "artefacts: dist/ installed without Rust (venv, npm, pnpm, C prefix with pkg-config and CMake, CLI)"
 bash .ci/artefacts.sh
 
