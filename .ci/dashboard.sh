@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
-# The `cosid serve` dashboard in a real browser: Debian's Chromium, headless, loads the page of a server whose own
-# runtimes hold slots in two namespaces, and the script reads the slot table from the DOM Chromium rendered (each
-# namespace's heading, a held row with its holder, fence and window, the recent events) and takes a screenshot:
+# The `cosid serve` dashboard in a real browser, with tokens on: Debian's Chromium, headless, opens the page of a
+# server whose own runtimes hold slots in two namespaces and whose API served a client. The token is handed to the
+# page in the fragment (`#token=...`: a browser never sends a fragment, so no server or proxy sees or logs it); the
+# page keeps it in sessionStorage, takes it out of the address and fetches /v1/dashboard with it. The script waits
+# for the data (virtual time), reads from the DOM Chromium rendered each namespace's heading, "N of M slots used",
+# a held row whose expiry counts down ("expires in ..."), an event in words and the chart's SVG, checks that the
+# token is neither in the page nor in the server's log, and takes a screenshot:
 #
 #     bash .ci/dashboard.sh          # writes target/dashboard/dashboard.png
 #
-# Uses target/release/cosid (scripts/dist.sh builds it; built here if missing), or COSID_BIN. Installs Debian's `chromium` when it
-# is missing (needs root). Chromium runs with the flags that keep it off the network (this machine has none).
+# Uses target/release/cosid (scripts/dist.sh builds it; built here if missing), or COSID_BIN. Installs Debian's
+# `chromium` when it is missing (needs root). Chromium runs with the flags that keep it off the network.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -35,7 +39,9 @@ cleanup() {
 }
 trap cleanup EXIT
 
-env -u COSID_STORE "$bin" serve --store "sqlite://$work/leases.db" --listen 127.0.0.1:0 \
+token="dashboard-check-$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')"
+echo "$token" >"$work/tokens"
+env -u COSID_STORE "$bin" serve --store "sqlite://$work/leases.db" --listen 127.0.0.1:0 --token-file "$work/tokens" \
     >"$work/serve.out" 2>"$work/serve.err" &
 serve_pid=$!
 url=""
@@ -45,21 +51,27 @@ for _ in $(seq 1 100); do
     sleep 0.1
 done
 [ -n "$url" ] || { log "cosid serve did not start"; cat "$work/serve.err" >&2; exit 1; }
-log "cosid serve at $url"
+log "cosid serve at $url (tokens on)"
 
-# The server's own runtimes take a slot in each namespace (and keep it while the server runs).
+# The server's own runtimes take a slot in each namespace (and keep it while the server runs); a client of the API
+# takes one in a third and gives it back (an acquisition in the chart). The token goes in a header, or in a file.
 for ns in orders payments; do
-    curl -fsS "$url/v1/namespaces/$ns/ids?n=3" >/dev/null
+    curl -fsS -H @- "$url/v1/namespaces/$ns/ids?n=3" >/dev/null <<<"Authorization: Bearer $token"
 done
+COSID_STORE="$url?token=$token" "$bin" next --namespace billing -n 2 >/dev/null
+# Without the token the data is refused; the page itself opens.
+[ "$(curl -s -o /dev/null -w '%{http_code}' "$url/v1/dashboard")" = 401 ] || { log "the data answered without a token"; exit 1; }
+[ "$(curl -s -o /dev/null -w '%{http_code}' "$url/dashboard")" = 200 ] || { log "the page needs a token"; exit 1; }
 
-page="$url/dashboard?ns=orders&ns=payments"
+page="$url/dashboard?ns=orders&ns=payments#token=$token"
 browser() {
-    timeout 60 chromium --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
+    # The budget of virtual time lets the page fetch its data (the clock waits for the network) and tick.
+    timeout 90 chromium --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
         --disable-background-networking --disable-component-update --disable-sync \
-        --user-data-dir="$work/profile-$1" "${@:2}" 2>>"$work/chromium.log"
+        --virtual-time-budget=6000 --user-data-dir="$work/profile-$1" "${@:2}" 2>>"$work/chromium.log"
 }
 browser dom --dump-dom "$page" >"$work/dom.html"
-browser shot --window-size=1280,720 --hide-scrollbars --screenshot="$out/dashboard.png" "$page" >/dev/null
+browser shot --window-size=1280,1000 --hide-scrollbars --screenshot="$out/dashboard.png" "$page" >/dev/null
 
 fail() {
     log "FAILED: $*"
@@ -68,30 +80,41 @@ fail() {
     tail -n 20 "$work/chromium.log" >&2 || true
     exit 1
 }
-# The rows as the browser has them (it adds <tbody>): one table per namespace, in the order asked.
-rows=$(grep -o '<tr class="[a-z]*"><td>[0-9]*</td><td>[a-z]*</td><td>[^<]*</td><td>[0-9]*</td><td>([0-9]*, [0-9]*\]</td><td>[^<]*</td></tr>' \
-    "$work/dom.html" || true)
-for ns in orders payments; do
-    grep -q "<h2>namespace $ns</h2>" "$work/dom.html" || fail "no heading for namespace $ns"
+check() { log "ok: $*"; }
+dom="$work/dom.html"
+grep -q 'id="status" class="ok">live' "$dom" || fail "the page does not say its data is live"
+check "the page got its data with the token and says live"
+for ns in orders payments billing; do
+    grep -q "<h2>namespace $ns</h2>" "$dom" || fail "no heading for namespace $ns"
 done
-held=$(grep -c '^<tr class="held"><td>0</td><td>held</td>' <<<"$rows" || true)
-[ "$held" = 2 ] || fail "expected slot 0 held in both namespaces, found $held held rows: $rows"
-# Each held row names a holder, a fence of 1 and a window whose ceiling is above its floor, expiring in seconds.
-while IFS= read -r row; do
-    [[ "$row" =~ \<td\>held\</td\>\<td\>([^<]+)\</td\>\<td\>1\</td\>\<td\>\(([0-9]+),\ ([0-9]+)\]\</td\>\<td\>([0-9.]+)\ s\</td\> ]] ||
-        fail "a held row without holder, fence 1, window and expiry: $row"
-    [ "${BASH_REMATCH[3]}" -gt "${BASH_REMATCH[2]}" ] || fail "an empty window: $row"
-done <<<"$(grep '<td>held</td>' <<<"$rows")"
-
-# The recent events of the server's runtimes: each namespace's acquisition.
+check "headings: namespace orders, payments (asked) and billing (a client's, watched)"
+used=$(grep -o '<b>[0-9]* of [0-9]* slots used</b>' "$dom" | sed 's/<[^>]*>//g' || true)
+[ "$(grep -c '^1 of 1024 slots used$' <<<"$used")" = 2 ] || fail "expected \"1 of 1024 slots used\" for orders and payments: $used"
+check "usage: $(paste -sd ';' <<<"$used")"
+# A held row: slot 0, its holder, fence 1, a window in UTC, and its expiry in words counted down by the page.
+row=$(grep -o '<tr class="held">.*' "$dom" | sed 's/<\/tr>/&\n/g' | grep '^<tr class="held">' | head -1)
+held_re='^<tr class="held"><td class="num">0</td><td><span class="pill">held</span></td><td class="mono">([^<]+)</td><td class="num">1</td><td class="mono">start → (20[0-9-]+ )?[0-9:]+Z</td><td[^>]*>(expires in [0-9]+ s)</td></tr>'
+[[ "$row" =~ $held_re ]] ||
+    fail "no held row with slot 0, holder, fence 1, window in UTC and \"expires in N s\": $row"
+check "held row: slot 0, holder ${BASH_REMATCH[1]}, fence 1, ${BASH_REMATCH[3]}"
 for ns in orders payments; do
-    grep -q "<td>$ns</td><td>ACQUIRED</td>" "$work/dom.html" || fail "no ACQUIRED event of namespace $ns"
+    grep -q "<span class=\"ns\">$ns</span>slot 0 acquired (fence 1), window until 20" "$dom" ||
+        fail "no event in words for namespace $ns"
 done
+check "events in words: \"slot 0 acquired (fence 1), window until ...\" for orders and payments"
+grep -q '<li class="INFO"><time>[^<]*</time>1 acquired' "$dom" || fail "the client's acquisition is not told"
+check "clients: \"1 acquired\" in the last 10 minutes"
+grep -q '<div id="chart"><svg [^>]*role="img"' "$dom" || fail "no chart"
+grep -q '<rect [^>]*fill="#2e6bd3"' "$dom" || fail "the chart has no bar of acquisitions"
+check "chart: an inline SVG with a bar of acquisitions"
+! grep -q "$token" "$dom" || fail "the token is in the page"
+! grep -q "$token" "$work/serve.err" "$work/serve.out" || fail "the token is in the server's log"
+check "the token is neither in the page (its address included) nor in the server's log"
 
 # A PNG of the page, not an error page: the signature, and more than a blank page's few hundred bytes.
 [ "$(head -c 8 "$out/dashboard.png" | od -An -tx1 | tr -d ' \n')" = 89504e470d0a1a0a ] || fail "no PNG screenshot"
 size=$(stat -c %s "$out/dashboard.png")
 [ "$size" -gt 5000 ] || fail "the screenshot is only $size bytes"
 
-log "the dashboard shows namespaces orders and payments, slot 0 held in each, in Chromium"
+log "the dashboard shows namespaces orders, payments and billing with tokens on, in Chromium"
 log "screenshot: target/dashboard/dashboard.png ($size bytes)"

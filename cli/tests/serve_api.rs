@@ -258,40 +258,6 @@ fn https_serves_with_the_given_certificate_and_clients_check_it() {
     assert!(!ok && text.to_lowercase().contains("certificate"), "{text}");
 }
 
-/// The dashboard shows each slot of the namespaces asked for, with its holder and window, names escaped.
-#[test]
-fn the_dashboard_shows_slots_holders_and_windows() {
-    let dir = tempfile::tempdir().unwrap();
-    let serve = Serve::start(&sqlite(&dir), &[]);
-    let Some(_) = curl(
-        &format!("{}/v1/namespaces/%3Cb%3Eids/ids?n=3", serve.url),
-        &[],
-    ) else {
-        eprintln!("skipped: curl is not installed");
-        return;
-    };
-    let (page, status) = curl(&format!("{}/dashboard?ns=other", serve.url), &[]).unwrap();
-    assert_eq!(status, 200);
-    assert!(page.contains("http-equiv=\"refresh\""), "{page}");
-    assert!(
-        page.contains("namespace &lt;b&gt;ids"),
-        "the name is escaped: {page}"
-    );
-    assert!(!page.contains("<b>ids"), "{page}");
-    assert!(
-        page.contains("namespace other") && page.contains("no record yet"),
-        "{page}"
-    );
-    assert!(
-        page.contains("<td>held</td>") && page.contains("expires in"),
-        "{page}"
-    );
-    assert!(
-        page.contains("recent events") && page.contains("<td>&lt;b&gt;ids</td><td>ACQUIRED</td>"),
-        "the acquisition of the server's runtime, escaped: {page}"
-    );
-}
-
 /// The first `/v1/ids` request of a namespace waits for a slot; meanwhile other namespaces and `/metrics` answer.
 /// (Its one slot, with `--bits 1`, both are held by other runtimes; the request waits out its acquire timeout.)
 #[test]

@@ -75,7 +75,9 @@ pub struct Recent {
     pub namespace: String,
     /// The event's stable name (`SLOT_LOST`).
     pub name: &'static str,
-    /// Its fields.
+    /// How much it matters (`INFO`, `WARN`, `ERROR`).
+    pub level: &'static str,
+    /// What happened, in words (`slot 3 acquired (fence 7), window until ...`).
     pub detail: String,
 }
 
@@ -93,7 +95,8 @@ impl State {
             at_ms: cosid::clock::Clock::now_ms(&cosid::clock::SystemClock),
             namespace: namespace.to_owned(),
             name: event.name(),
-            detail: format!("{event:?}"),
+            level: event.level().name(),
+            detail: super::dashboard::words(event),
         });
     }
 
@@ -207,7 +210,7 @@ impl IdRuntime {
 pub type RuntimeCell = Arc<IdRuntime>;
 
 /// The route templates, as metrics and logs name them.
-const ROUTES: [&str; 13] = [
+const ROUTES: [&str; 14] = [
     "/v1/store",
     "/v1/init",
     "/v1/namespaces/{ns}",
@@ -219,6 +222,7 @@ const ROUTES: [&str; 13] = [
     "/v1/namespaces/{ns}/ids",
     "/metrics",
     "/dashboard",
+    "/v1/dashboard",
     "/healthz",
     "/readyz",
 ];
@@ -246,6 +250,7 @@ pub fn router(state: S, max_body: usize, body_timeout: Duration) -> Router {
             "/v1/namespaces/{ns}/ids" => router.route(route, get(ids)),
             "/metrics" => router.route(route, get(metrics)),
             "/dashboard" => router.route(route, get(dashboard)),
+            "/v1/dashboard" => router.route(route, get(dashboard_data)),
             "/healthz" => router.route(route, get(|| async { "ok\n" })),
             "/readyz" => router.route(route, get(readyz)),
             _ => unreachable!("every route of ROUTES has a handler"),
@@ -928,32 +933,75 @@ async fn readyz(Shared(state): Shared<S>) -> Response {
     }
 }
 
-/// The dashboard of the namespaces in `?ns=` (each needs the token to open it) and of the server's runtimes.
-async fn dashboard(
+/// The dashboard page: no data in it, so it is served without a token; its script fetches `/v1/dashboard` with the
+/// token the person enters.
+async fn dashboard() -> Response {
+    let nonce = uuid::Uuid::new_v4().simple().to_string();
+    let policy = super::dashboard::policy(&nonce);
+    (
+        StatusCode::OK,
+        [
+            (axum::http::header::CONTENT_TYPE, "text/html; charset=utf-8"),
+            (axum::http::header::CACHE_CONTROL, "no-store"),
+            (axum::http::header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+            (axum::http::header::REFERRER_POLICY, "no-referrer"),
+            (axum::http::header::CONTENT_SECURITY_POLICY, policy.as_str()),
+        ],
+        super::dashboard::page(&nonce),
+    )
+        .into_response()
+}
+
+/// Namespaces one `/v1/dashboard` request may name in `?ns=`.
+const DASHBOARD_ASKED: usize = 32;
+
+/// What the dashboard shows, as JSON: the namespaces of `?ns=` (each needs the token to open it: 403 otherwise), and
+/// those this server watches or serves ids for that the token opens.
+async fn dashboard_data(
     Shared(state): Shared<S>,
     headers: HeaderMap,
     axum::extract::RawQuery(query): axum::extract::RawQuery,
 ) -> Response {
-    let mut names: Vec<String> = url::form_urlencoded::parse(query.unwrap_or_default().as_bytes())
-        .filter(|(k, _)| k == "ns")
-        .map(|(_, v)| v.into_owned())
-        .collect();
-    let mut own: Vec<String> = state.held().into_keys().collect();
-    own.retain(|n| !names.contains(n));
-    names.extend(own);
+    let header = headers
+        .get(axum::http::header::AUTHORIZATION)
+        .map(HeaderValue::as_bytes);
+    if state.tokens.check(header, None) == Verdict::Unauthenticated {
+        tried!(authorize(&state, &headers, None));
+    }
+    let mut names: Vec<String> = Vec::new();
+    for (k, v) in url::form_urlencoded::parse(query.unwrap_or_default().as_bytes()) {
+        if k == "ns" && !v.is_empty() && !names.iter().any(|n| *n == v) {
+            names.push(v.into_owned());
+        }
+    }
+    if names.len() > DASHBOARD_ASKED {
+        return refused(
+            StatusCode::BAD_REQUEST,
+            format!(
+                "{} namespaces in ?ns=; expected at most {DASHBOARD_ASKED}",
+                names.len()
+            ),
+        );
+    }
     for name in &names {
         tried!(authorize(&state, &headers, Some(name)));
     }
-    if names.is_empty() {
-        tried!(authorize(&state, &headers, None));
-    }
-    let page = super::dashboard::render(&state, &names).await;
-    (
-        StatusCode::OK,
-        [(axum::http::header::CONTENT_TYPE, "text/html; charset=utf-8")],
-        page,
-    )
-        .into_response()
+    let opens = |ns: &str| state.tokens.check(header, Some(ns)) == Verdict::Allowed;
+    let mut seen: Vec<String> = state.metrics.watched();
+    seen.extend(state.held().into_keys());
+    seen.sort();
+    seen.dedup();
+    let more: Vec<String> = seen
+        .into_iter()
+        .filter(|n| !names.contains(n) && opens(n))
+        .collect();
+    names.extend(more);
+    let scope = super::dashboard::Scope {
+        whole: state.tokens.check(header, None) == Verdict::Allowed,
+        opens: &opens,
+    };
+    let data = super::dashboard::data(&state, &names, &scope).await;
+    json(StatusCode::OK, &data)
 }
 
 /// Forgets the cell of `namespace` if no runtime was made in it.
