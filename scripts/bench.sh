@@ -10,7 +10,8 @@
 # Node runs if the addon is built (cd bindings/node && npm ci && npm run build). Otherwise each says how.
 # The fleet harness (bench/src/bin/fleet.rs: storms of real runtimes, steady renewals, first id) runs against a
 # temporary SQLite file and every store server whose COSID_TEST_*_URL is set (.ci/services/*.sh print them);
-# `--quick` runs it small (64 holders, 2 s per store).
+# `--quick` runs it small (64 holders, 2 s per store). The serve harness (bench/src/bin/serve.rs) drives one
+# `cosid serve` in front of a temporary SQLite file.
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -67,3 +68,8 @@ cargo build -q --release -p cosid-bench $features --bin cosid-fleet
 cargo build -q --release -p cosid-cli $features
 "$root/target/release/cosid-fleet" $quick "$@"
 rm -rf "$fleet_dir"
+
+echo
+echo "== cosid serve: requests/s and latency of one server, what a flood from one client costs another"
+cargo build -q --release -p cosid-bench --bin cosid-serve-bench
+"$root/target/release/cosid-serve-bench" $quick
