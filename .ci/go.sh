@@ -104,7 +104,7 @@ go test -count=1 -v -run 'TestConformance$' . 2>&1 | grep -E '^\s+conformance_te
 if [ "${COSID_GO_RACE:-0}" = 1 ]; then
     # Off by default: building the standard library with -race takes about a minute on a cold cache.
     step "go test -race (goroutines, Close racing calls, events)"
-    go test -count=1 -race -run 'TestGoroutinesGetUniqueIds|TestCloseRacesWithCalls|TestEvents|TestRuntimeIssues' .
+    go test -count=1 -race -run 'TestGoroutines|TestCloseRaces|TestEvents|TestRuntimeIssues|TestProcessWide|TestUnreachable' .
 fi
 
 step "the example program, linked against libcosid.so and statically (-tags cosid_static)"

@@ -95,7 +95,8 @@ func WithOnFork(policy string) Option { return WithSetting("on_fork", policy) }
 
 // WithEvents delivers the runtime's events to ch from its very start (the first ACQUIRED included). The runtime's
 // background thread never waits for ch: an event that finds ch full is dropped (as os/signal.Notify does), so give
-// ch a buffer (16 is plenty: a runtime has a few events per ttl). ch is not closed by cosid.
+// ch a buffer (16 is plenty: a runtime has a few events per ttl). cosid never closes ch; do not close it while the
+// runtime may still send to it (after Close, or Runtime.StopNotify, it is safe).
 func WithEvents(ch chan<- Event) Option {
 	return func(s *settings) {
 		if ch != nil {
