@@ -15,17 +15,20 @@ type EventKind uint32
 
 // The kinds of events (cosid_event_kind in cosid.h).
 const (
-	EventUnknown           EventKind = C.COSID_EVENT_KIND_UNKNOWN             // a kind this binding has no name for; see Detail
-	EventAcquired          EventKind = C.COSID_EVENT_KIND_ACQUIRED            // a lease was granted
-	EventRenewed           EventKind = C.COSID_EVENT_KIND_RENEWED             // the lease was renewed
-	EventRenewFailed       EventKind = C.COSID_EVENT_KIND_RENEW_FAILED        // a renewal failed; retried in RetryInMs
-	EventSlotLost          EventKind = C.COSID_EVENT_KIND_SLOT_LOST           // the lease was found gone; ids fail until a new slot
-	EventReleased          EventKind = C.COSID_EVENT_KIND_RELEASED            // the lease was given back at shutdown
-	EventDuplicateOwnerKey EventKind = C.COSID_EVENT_KIND_DUPLICATE_OWNER_KEY // another live instance has this owner key
-	EventClockSkew         EventKind = C.COSID_EVENT_KIND_CLOCK_SKEW          // the store's clock and this host's differ
-	EventStoreRegression   EventKind = C.COSID_EVENT_KIND_STORE_REGRESSION    // the store lost writes
-	EventStoreUnsafe       EventKind = C.COSID_EVENT_KIND_STORE_UNSAFE        // the store's server may lose a committed write
+	EventUnknown           EventKind = 0 // a kind this binding has no name for; see Detail
+	EventAcquired          EventKind = 1 // a lease was granted
+	EventRenewed           EventKind = 2 // the lease was renewed
+	EventRenewFailed       EventKind = 3 // a renewal failed; retried in RetryInMs
+	EventSlotLost          EventKind = 4 // the lease was found gone; ids fail until a new slot
+	EventReleased          EventKind = 5 // the lease was given back at shutdown
+	EventDuplicateOwnerKey EventKind = 6 // another live instance has this owner key
+	EventClockSkew         EventKind = 7 // the store's clock and this host's differ
+	EventStoreRegression   EventKind = 8 // the store lost writes
+	EventStoreUnsafe       EventKind = 9 // the store's server may lose a committed write
 )
+
+// The numbers are cosid.h's: a constant that differs from the header's does not compile.
+var _ = [1]struct{}{}[(EventUnknown-C.COSID_EVENT_KIND_UNKNOWN)|(EventAcquired-C.COSID_EVENT_KIND_ACQUIRED)|(EventRenewed-C.COSID_EVENT_KIND_RENEWED)|(EventRenewFailed-C.COSID_EVENT_KIND_RENEW_FAILED)|(EventSlotLost-C.COSID_EVENT_KIND_SLOT_LOST)|(EventReleased-C.COSID_EVENT_KIND_RELEASED)|(EventDuplicateOwnerKey-C.COSID_EVENT_KIND_DUPLICATE_OWNER_KEY)|(EventClockSkew-C.COSID_EVENT_KIND_CLOCK_SKEW)|(EventStoreRegression-C.COSID_EVENT_KIND_STORE_REGRESSION)|(EventStoreUnsafe-C.COSID_EVENT_KIND_STORE_UNSAFE)]
 
 // Event is one event of a runtime. Fields a kind does not use are zero.
 type Event struct {

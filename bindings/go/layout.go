@@ -31,12 +31,16 @@ import (
 
 // Tick lengths of a Layout.
 const (
-	TickMillisecond uint32 = C.COSID_TICK_MILLISECOND // 1 ms
-	TickSecond      uint32 = C.COSID_TICK_SECOND      // 1000 ms
+	TickMillisecond uint32 = 1    // COSID_TICK_MILLISECOND
+	TickSecond      uint32 = 1000 // COSID_TICK_SECOND
 )
 
 // Base62Len is the length of an id's base-62 form: always 11 characters.
-const Base62Len = C.COSID_BASE62_LEN
+const Base62Len = 11
+
+// The values are cosid.h's: one that differs from the header's does not compile.
+var _ = [1]struct{}{}[(TickMillisecond-C.COSID_TICK_MILLISECOND)|(TickSecond-C.COSID_TICK_SECOND)|
+	(Base62Len-C.COSID_BASE62_LEN)]
 
 // Layout says how an id's 63 usable bits are split: 0 | timestamp | slot | sequence from the most significant bit
 // down, the timestamp counted in ticks of TickMs milliseconds since EpochMs. A plain value; every function that

@@ -10,12 +10,17 @@ type State uint32
 
 // The states of a runtime (cosid_state in cosid.h).
 const (
-	StateUnknown     State = C.COSID_STATE_UNKNOWN     // a state this version of the binding has no name for
-	StateActive      State = C.COSID_STATE_ACTIVE      // issuing, with a current lease
-	StateRenewing    State = C.COSID_STATE_RENEWING    // issuing, but the last renewal failed; retrying
-	StateReacquiring State = C.COSID_STATE_REACQUIRING // the lease was lost; acquiring a new slot (ids: ErrSlotLost)
-	StateClosed      State = C.COSID_STATE_CLOSED      // shut down
+	StateUnknown     State = 0 // a state this version of the binding has no name for
+	StateActive      State = 1 // issuing, with a current lease
+	StateRenewing    State = 2 // issuing, but the last renewal failed; retrying
+	StateReacquiring State = 3 // the lease was lost; acquiring a new slot (ids: ErrSlotLost)
+	StateClosed      State = 4 // shut down
 )
+
+// The numbers are cosid.h's: a constant that differs from the header's does not compile.
+var _ = [1]struct{}{}[(StateUnknown-C.COSID_STATE_UNKNOWN)|(StateActive-C.COSID_STATE_ACTIVE)|
+	(StateRenewing-C.COSID_STATE_RENEWING)|(StateReacquiring-C.COSID_STATE_REACQUIRING)|
+	(StateClosed-C.COSID_STATE_CLOSED)]
 
 // String is the state's name as every binding spells it: "ACTIVE", "RENEWING", "REACQUIRING", "CLOSED".
 func (s State) String() string {
