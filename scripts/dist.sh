@@ -36,6 +36,42 @@ case "$(uname -sm)" in
     *) echo "dist: only Linux x86_64 (glibc) is packaged so far, not $(uname -sm)" >&2; exit 1 ;;
 esac
 
+# Every tool the steps below use, checked before anything is built: one line per missing tool, naming the Debian
+# package that provides it (the build itself takes many minutes and would otherwise stop at the first one missing).
+missing=()
+need() { # tool, Debian package
+    command -v "$1" >/dev/null 2>&1 || missing+=("$1 (Debian package: $2)")
+}
+need cargo "cargo if it is Rust 1.89 or newer; else rustup from https://rustup.rs"
+need rustc "rustc if it is 1.89 or newer; else rustup from https://rustup.rs"
+need cc "gcc (the bundled SQLite and ring are C)"
+need protoc "protobuf-compiler (etcd's client)"
+need python3 "python3"
+need node "nodejs (20 or newer)"
+need npm "npm"
+need mvn "maven"
+for tool in objdump objcopy strip nm; do need "$tool" binutils; done
+need tar tar
+need gzip gzip
+for tool in sha256sum install; do need "$tool" coreutils; done
+if command -v python3 >/dev/null 2>&1; then
+    python3 -c 'import sys; sys.exit(sys.version_info < (3, 9))' ||
+        missing+=("Python 3.9 or newer, not $(python3 -V 2>&1) (Debian package: python3)")
+    python3 -c 'import venv, ensurepip' 2>/dev/null || missing+=("python3's venv with pip (Debian package: python3-venv)")
+fi
+if command -v node >/dev/null 2>&1 && [ "$(node -p 'process.versions.node.split(".")[0]')" -lt 20 ]; then
+    missing+=("Node 20 or newer, not $(node --version) (Debian package: nodejs, from NodeSource's repository on Debian 12)")
+fi
+# shellcheck source=bindings/java/jdk.sh
+. bindings/java/jdk.sh
+find_jdk 2>/dev/null ||
+    missing+=("a JDK 22 or newer for the jar (Debian package: openjdk-25-jdk, or temurin-25-jdk from Adoptium; or set JAVA_HOME)")
+if [ ${#missing[@]} -gt 0 ]; then
+    printf 'dist: missing: %s\n' "${missing[@]}" >&2
+    echo "dist: nothing was built; install the packages above and run again" >&2
+    exit 1
+fi
+
 step_start=$SECONDS
 step() {
     [ -z "${current:-}" ] || echo "dist: $current took $((SECONDS - step_start)) s"
