@@ -73,13 +73,21 @@ def c_fork_and_collect(seed: int) -> List[Tuple[Any, ...]]:
     return results
 
 
-def check(results: List[Tuple[Any, ...]], parent_slot: int, parent_ids: List[int], seed: int) -> None:
+def check(
+    results: List[Tuple[Any, ...]], parent: cosid.Status, parent_ids: List[int], seed: int, events: Any = ()
+) -> None:
     bad = [r[:3] for r in results if r[0] != "ok"]
     kinds = Counter(r[0] for r in bad)
     assert not bad, f"seed {seed}: {len(bad)} of {FORKS} children failed ({dict(kinds)}): {bad[:3]}"
+    # A child may take its parent's slot only if the parent lost it (a 100 ms lease can lapse on a loaded machine:
+    # the parent then takes a new lease, with another fence); the ids below are unique either way.
+    after = cosid.status()
+    kept = (after.slot, after.fence, after.incarnation) == (parent.slot, parent.fence, parent.incarnation)
     everything = list(parent_ids)
     for _, slot, _, ids in results:
-        assert slot != parent_slot, f"seed {seed}: a child issued on its parent's slot {slot}"
+        assert slot != parent.slot or not kept, (
+            f"seed {seed}: a child issued on its parent's live slot {slot}; parent's events: {events}"
+        )
         assert {cosid.parse(i).slot for i in ids} == {slot}
         everything += ids
     assert len(everything) == len(set(everything)), f"seed {seed}: repeated ids"
@@ -92,10 +100,7 @@ def test_c_forks_during_renewals_give_each_child_its_own_slot(store: str) -> Non
     parent_ids = cosid.next_ids(100)
     parent = cosid.status()
     results = c_fork_and_collect(seed)
-    check(results, parent.slot, parent_ids + cosid.next_ids(100), seed)
-    # The parent kept its lease throughout.
-    after = cosid.status()
-    assert (after.slot, after.incarnation) == (parent.slot, parent.incarnation)
+    check(results, parent, parent_ids + cosid.next_ids(100), seed)
 
 
 def test_c_forks_while_a_callback_holds_the_gil(store: str) -> None:
@@ -104,7 +109,11 @@ def test_c_forks_while_a_callback_holds_the_gil(store: str) -> None:
     seed = random.randrange(2**32)
     print(f"seed {seed}")
 
+    seen: List[str] = []
+
     def busy(event: cosid.Event) -> None:
+        if event.name != "RENEWED":
+            seen.append(f"{time.monotonic():.3f} {event}")
         end = time.perf_counter() + 0.005  # holds the GIL for 5 ms of every renewal's 33
         while time.perf_counter() < end:
             pass
@@ -117,7 +126,7 @@ def test_c_forks_while_a_callback_holds_the_gil(store: str) -> None:
         results = c_fork_and_collect(seed)
     finally:
         cosid.off_event(busy)
-    check(results, parent.slot, parent_ids + cosid.next_ids(100), seed)
+    check(results, parent, parent_ids + cosid.next_ids(100), seed, seen)
 
 
 _READ_LEASE = """
@@ -147,7 +156,9 @@ def test_renewals_go_on_while_the_gil_is_held_for_long(db: Path, store: str) -> 
     out, _ = reader.communicate(timeout=30)
     incarnation, expires_at, now = out.split()
     assert incarnation == s.incarnation
-    assert int(expires_at) > int(now), (
+    # Renewed up to the read, give or take a late renewal on a loaded machine (a keeper stopped by the GIL leaves
+    # the lease expired about 900 ms before the read).
+    assert int(expires_at) > int(now) - 300, (
         f"the lease lapsed while the GIL was held: expired {int(now) - int(expires_at)} ms before it was read"
     )
     assert cosid.status().fence == s.fence
