@@ -1,6 +1,7 @@
-//! The fork policy's hooks. Each binding registers them with its language's fork hook (C: `pthread_atfork(prepare,
-//! after_fork_in_parent, after_fork_in_child)`; Python: `os.register_at_fork` with the same three) and nothing
-//! else: the policy is here.
+//! The fork policy's hooks. Each binding that can be forked registers them with `pthread_atfork(prepare,
+//! after_fork_in_parent, after_fork_in_child)`, which libc runs around every `fork()`, whoever calls it (C; Python,
+//! whose module also registers them with `os.register_at_fork`: a fork by C code, as uWSGI's prefork makes, runs no
+//! Python hook), and nothing else: the policy is here. Running them twice around one fork changes nothing.
 //!
 //! - [`generation`] counts the forks this process descends from (bumped by [`after_fork_in_child`]). A holder
 //!   records the generation it started its runtime in; a different one means it was copied from a parent, whose
