@@ -119,7 +119,7 @@ bash .ci/java.sh
 step "artefacts: dist/ installed without Rust (venv, npm, pnpm, C prefix with pkg-config and CMake, CLI)"
 bash .ci/artefacts.sh
 
-step "dashboard: cosid serve's page in headless Chromium (slot table read from the DOM, a screenshot)"
+step "dashboard: cosid serve's page in headless Chromium with a token (slots used, holders, events, chart read from the DOM; a screenshot)"
 bash .ci/dashboard.sh
 
 step "deploy: container file, Kubernetes manifests and systemd unit checked; cosid serve run as they run it"
