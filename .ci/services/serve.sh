@@ -47,7 +47,11 @@ ready() { [ "$(curl -fsS --max-time 2 "$url/readyz" 2>/dev/null)" != "" ]; }
 
 log "starting $("$bin" --version) on 127.0.0.1:$port in front of $store"
 # Its own session, so that it outlives the script (and the CI step) that started it, as the other servers do.
+# Every test process of every language is one client here (127.0.0.1, no token), so the per-client rate limit and
+# connection cap would throttle the test suites against each other rather than protect anyone: they are off, and
+# tested on their own in cli/tests/serve_limits.rs.
 env -u COSID_STORE setsid "$bin" serve --store "$store" --listen "127.0.0.1:$port" \
+    --rate-limit 0 --max-connections-per-client 0 \
     >"$dir/serve.log" 2>&1 </dev/null &
 echo $! >"$dir/serve.pid"
 for _ in $(seq 1 100); do
