@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Builds the documentation site (scripts/docs.sh: mdBook from docs/ into target/book) and checks it:
+#
+# 1. every internal link and anchor of the built site (scripts/check-book-links.py: no network; a link to a
+#    missing page or a missing #anchor fails, named);
+# 2. the command lines of the start page (docs/start.md): every line of its ```sh blocks that starts with `cosid `
+#    (but `cosid serve`, which runs until stopped) runs against the built CLI, in a temporary state folder with
+#    its own SQLite store. The CLI is COSID_DOCS_CLI, else target/release/cosid, else target/debug/cosid; with
+#    none, this part is skipped and says so (this script builds nothing but the site).
+#
+#     bash .ci/docs.sh
+#
+# Needs cargo (to install mdBook once, into ${CARGO_TARGET_DIR:-target}/docs-tools) and python3.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root="$PWD"
+t0=$(date +%s)
+
+bash scripts/docs.sh
+
+t1=$(date +%s)
+python3 scripts/check-book-links.py "$root/target/book"
+echo "docs: link check took $(($(date +%s) - t1)) s" >&2
+
+cli="${COSID_DOCS_CLI:-}"
+if [ -z "$cli" ]; then
+    for candidate in target/release/cosid target/debug/cosid; do
+        if [ -x "$candidate" ]; then
+            cli="$root/$candidate"
+            break
+        fi
+    done
+fi
+if [ -z "$cli" ]; then
+    echo "docs: skipping the start page's command lines: no target/release/cosid or target/debug/cosid (build the CLI, or set COSID_DOCS_CLI)" >&2
+else
+    tmp="$(mktemp -d)"
+    trap 'rm -rf "$tmp"' EXIT
+    mkdir -p "$tmp/bin" "$tmp/state"
+    ln -s "$cli" "$tmp/bin/cosid"
+    mapfile -t lines < <(awk '/^```sh$/ { inblock = 1; next } /^```/ { inblock = 0 } inblock && /^cosid / && !/^cosid serve/' docs/start.md)
+    [ "${#lines[@]}" -gt 0 ] || { echo "docs: no cosid lines found in docs/start.md's sh blocks" >&2; exit 1; }
+    failed=0
+    for line in "${lines[@]}"; do
+        echo "docs: \$ $line" >&2
+        if ! env PATH="$tmp/bin:$PATH" XDG_STATE_HOME="$tmp/state" HOME="$tmp" \
+            COSID_STORE="sqlite://$tmp/state/leases.db" bash -c "$line" >"$tmp/out" 2>&1; then
+            echo "docs: FAILED: docs/start.md: $line" >&2
+            sed 's/^/    /' "$tmp/out" >&2
+            failed=1
+        fi
+    done
+    [ "$failed" = 0 ] || exit 1
+    echo "docs: ${#lines[@]} command lines of docs/start.md ran with $cli" >&2
+fi
+echo "docs: .ci/docs.sh took $(($(date +%s) - t0)) s" >&2
