@@ -9,6 +9,7 @@
 #   dist/cosid-cli-VERSION-x86_64-linux-gnu.tar.gz           the `cosid` command, every store
 #   dist/cosid-VERSION.jar                                   Java: the jar, libcosid.so for linux-x86_64 inside
 #   dist/cosid-VERSION-sources.jar                           Java: its sources
+#   dist/cosid-go-vVERSION.zip                               Go: the module zip, as the module proxy serves it
 #   dist/SHA256SUMS
 #
 #     scripts/dist.sh            (COSID_DIST_DIR=... for another folder than dist/)
@@ -154,6 +155,9 @@ tar -C "$stage" --owner=0 --group=0 --numeric-owner -czf "$out/$cli_name.tar.gz"
 
 step "Java: the jar (libcosid.so for linux-x86_64 inside) and its sources jar"
 bash bindings/java/dist.sh "$out"
+
+step "Go: the module zip (github.com/cosid-rs/cosid/bindings/go)"
+bash bindings/go/dist.sh "$out"
 
 step "checksums"
 (cd "$out" && sha256sum -- * > SHA256SUMS && cat SHA256SUMS)

@@ -116,6 +116,10 @@ step "Java binding (FFM over libcosid): tests, jar and sources jar, example"
 servers
 bash .ci/java.sh
 
+step "Go binding: vet, tests (processes on SQLite and Redis, conformance), static link, module zip, benchmark"
+servers
+bash .ci/go.sh
+
 step "artefacts: dist/ installed without Rust (venv, npm, pnpm, C prefix with pkg-config and CMake, CLI)"
 bash .ci/artefacts.sh
 
