@@ -50,7 +50,40 @@ else
             failed=1
         fi
     done
+    # The HTTP section: its lines that talk to 127.0.0.1:7468, against a `cosid serve` on a free port instead.
+    mapfile -t http_lines < <(awk '/^```sh$/ { inblock = 1; next } /^```/ { inblock = 0 } inblock && /127\.0\.0\.1:7468/ && !/^cosid serve/' docs/start.md)
+    if ! command -v curl >/dev/null; then
+        echo "docs: skipping the start page's HTTP lines: no curl" >&2
+        http_lines=()
+    elif [ "${#http_lines[@]}" -gt 0 ]; then
+        env XDG_STATE_HOME="$tmp/state" HOME="$tmp" COSID_STORE="sqlite://$tmp/state/leases.db" \
+            "$cli" serve --listen 127.0.0.1:0 >"$tmp/serve.out" 2>"$tmp/serve.err" &
+        serve_pid=$!
+        trap 'kill "$serve_pid" 2>/dev/null; wait "$serve_pid" 2>/dev/null; rm -rf "$tmp"' EXIT
+        addr=""
+        for _ in $(seq 100); do
+            addr="$(sed -n '1s|^cosid serve: listening on http://\([^ ]*\) .*|\1|p' "$tmp/serve.out")"
+            [ -n "$addr" ] && break
+            kill -0 "$serve_pid" 2>/dev/null || break
+            sleep 0.1
+        done
+        if [ -z "$addr" ]; then
+            echo "docs: cosid serve did not start:" >&2
+            sed 's/^/    /' "$tmp/serve.err" >&2
+            exit 1
+        fi
+        for line in "${http_lines[@]}"; do
+            line="${line//127.0.0.1:7468/$addr}"
+            echo "docs: \$ $line" >&2
+            if ! env PATH="$tmp/bin:$PATH" XDG_STATE_HOME="$tmp/state" HOME="$tmp" bash -o pipefail -c "set -e; $line" \
+                >"$tmp/out" 2>&1 || ! grep -q '[0-9]\{15,\}' "$tmp/out"; then
+                echo "docs: FAILED (or printed no id): docs/start.md: $line" >&2
+                sed 's/^/    /' "$tmp/out" >&2
+                failed=1
+            fi
+        done
+    fi
     [ "$failed" = 0 ] || exit 1
-    echo "docs: ${#lines[@]} command lines of docs/start.md ran with $cli" >&2
+    echo "docs: $((${#lines[@]} + ${#http_lines[@]})) command lines of docs/start.md ran with $cli" >&2
 fi
 echo "docs: .ci/docs.sh took $(($(date +%s) - t0)) s" >&2
