@@ -22,6 +22,16 @@ t1=$(date +%s)
 python3 scripts/check-book-links.py "$root/target/book"
 echo "docs: link check took $(($(date +%s) - t1)) s" >&2
 
+# Every error code of the code's own list (ErrorCode::name in core/src/host/code.rs) has its place in the FAQ.
+missing=""
+for code in $(sed -n 's/^ *ErrorCode::[A-Za-z0-9]* => "\([A-Z0-9_]*\)",$/\1/p' core/src/host/code.rs | sort -u); do
+    grep -q "\`$code\`" docs/faq.md || missing="$missing $code"
+done
+if [ -n "$missing" ]; then
+    echo "docs: error codes of core/src/host/code.rs missing from docs/faq.md:$missing" >&2
+    exit 1
+fi
+
 cli="${COSID_DOCS_CLI:-}"
 if [ -z "$cli" ]; then
     for candidate in target/release/cosid target/debug/cosid; do
