@@ -61,7 +61,7 @@ cd "$root/bindings/python"
 # mode against the installed package, and the stubs match the native module (stubtest).
 export MYPY_CACHE_DIR=/dev/null  # nothing written into the checkout
 "$venv/bin/python" -m mypy --strict tests/typing/patterns.py
-"$venv/bin/python" -m mypy.stubtest cosid
+(cd "$(mktemp -d)" && "$venv/bin/python" -m mypy.stubtest cosid)  # stubtest writes its cache in the folder it runs in
 # PyPI's pyright fetches Node on first use; without it, npm's pyright package.
 if "$venv/bin/pyright" --version >/dev/null 2>&1; then
     "$venv/bin/pyright" --pythonpath "$venv/bin/python" tests/typing/patterns.py
