@@ -619,3 +619,30 @@ async fn owners_acquiring_at_once_get_distinct_slots_and_stay_indexed() {
     let records = t.store.inspect(&ns).await.unwrap().slots;
     assert_eq!(records.len(), 64);
 }
+
+/// An index whose `hw` says every slot has a record and whose free entries are gone (as records deleted by hand
+/// leave it) is checked against every record before a refusal, and rebuilt: it used to refuse every start for good.
+#[tokio::test]
+async fn an_index_that_says_no_slot_is_free_is_checked_before_a_refusal() {
+    let Some(url) = conformance::server_url(URL_VAR, SCRIPT) else {
+        return;
+    };
+    let t = on_host_clock(url.clone()).await;
+    hints::a_hint_that_says_no_slot_is_unused_is_checked(
+        t.store.clone(),
+        "etcd-hint-full",
+        |ns| async move {
+            let mut client = client(&url).await;
+            let root = format!("cosid/{}/i/", ns.encoded());
+            client.put(format!("{root}hw"), "none", None).await.unwrap();
+            client
+                .delete(
+                    format!("{root}free/"),
+                    Some(etcd_client::DeleteOptions::new().with_prefix()),
+                )
+                .await
+                .unwrap();
+        },
+    )
+    .await;
+}

@@ -453,3 +453,26 @@ async fn the_candidate_query_reads_through_indexes() {
     );
     conn.disconnect().await.unwrap();
 }
+
+/// A `lowest_unused` that says every slot has a row (as rows deleted by hand leave it) is checked before a refusal
+/// and set right: it used to refuse every start for good.
+#[tokio::test]
+async fn a_lowest_unused_that_says_the_namespace_is_full_is_checked_before_a_refusal() {
+    let Some(t) = target().await else { return };
+    let url = t.url.clone();
+    hints::a_hint_that_says_no_slot_is_unused_is_checked(
+        t.store.clone(),
+        "mysql-hint-full",
+        |ns| async move {
+            raw(&url)
+                .await
+                .exec_drop(
+                    "UPDATE cosid_namespace SET lowest_unused = 8 WHERE name = ?",
+                    (ns.encoded(),),
+                )
+                .await
+                .unwrap();
+        },
+    )
+    .await;
+}

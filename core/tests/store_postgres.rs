@@ -558,3 +558,24 @@ async fn the_candidate_query_reads_through_indexes() {
     }
     t.raw.batch_execute("RESET plan_cache_mode").await.unwrap();
 }
+
+/// A `lowest_unused` that says every slot has a row (as rows deleted by hand leave it) is checked before a refusal
+/// and set right: it used to refuse every start for good.
+#[tokio::test]
+async fn a_lowest_unused_that_says_the_namespace_is_full_is_checked_before_a_refusal() {
+    let Some(t) = target().await else { return };
+    let raw = &t.raw;
+    hints::a_hint_that_says_no_slot_is_unused_is_checked(
+        t.store.clone(),
+        "pg-hint-full",
+        |ns| async move {
+            raw.execute(
+                "UPDATE cosid_namespace SET lowest_unused = 8 WHERE name = $1",
+                &[&ns.encoded()],
+            )
+            .await
+            .unwrap();
+        },
+    )
+    .await;
+}

@@ -1101,3 +1101,22 @@ fn a_runtime_on_a_safe_server_reports_no_unsafe_setting() {
     let found = unsafe_events_at_start(&url);
     assert!(found.is_empty(), "{found:?}");
 }
+
+/// An index whose `hw` says every slot has a record and whose `free` set is gone (as records deleted by hand leave
+/// it) is checked against every record before a refusal, and rebuilt: it used to refuse every start for good.
+#[tokio::test]
+async fn an_index_that_says_no_slot_is_free_is_checked_before_a_refusal() {
+    let Some(t) = target().await else { return };
+    let raw = t.raw.clone();
+    hints::a_hint_that_says_no_slot_is_unused_is_checked(
+        t.store.clone(),
+        "redis-hint-full",
+        |ns| async move {
+            let mut raw = raw;
+            let [index, free, _] = RedisStore::index_keys(&ns);
+            let _: () = raw.hset(&index, "hw", "8").await.unwrap();
+            let _: () = raw.del(&free).await.unwrap();
+        },
+    )
+    .await;
+}

@@ -213,3 +213,24 @@ async fn the_candidate_query_costs_the_same_in_a_namespace_64_times_larger() {
         "VM steps at 64 and 4,096 rows: {steps:?}"
     );
 }
+
+/// A `lowest_unused` that says every slot has a row (as rows deleted by hand leave it) is checked before a refusal
+/// and set right: it used to refuse every start for good (`EXHAUSTED ... all 8 slots are held` while 2 were).
+#[tokio::test]
+async fn a_lowest_unused_that_says_the_namespace_is_full_is_checked_before_a_refusal() {
+    let t = target().await.unwrap();
+    let path = t.path.clone();
+    hints::a_hint_that_says_no_slot_is_unused_is_checked(
+        t.store.clone(),
+        "sqlite-hint-full",
+        |ns| async move {
+            target::raw_at(&path)
+                .execute(
+                    "UPDATE cosid_namespace SET lowest_unused = 8 WHERE name = ?1",
+                    [ns.encoded()],
+                )
+                .unwrap();
+        },
+    )
+    .await;
+}

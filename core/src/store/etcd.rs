@@ -703,7 +703,7 @@ async fn acquire_step(
                 }
                 view.extend(read.into_values().map(|(r, _)| r));
             }
-            protocol::acquire_in(
+            let decided = protocol::acquire_in(
                 namespace,
                 &record,
                 &protocol::View {
@@ -712,7 +712,28 @@ async fn acquire_step(
                 },
                 request,
                 now,
-            )?
+            );
+            match decided {
+                Err(exhausted @ StoreError::Exhausted { .. }) => {
+                    // The index says no slot is unused or free: check that against every record before refusing
+                    // (`hw` at `none` and free entries gone, as after records deleted by hand, refused for good).
+                    // When it lied, rebuild it and decide again on the rebuilt one.
+                    let snapshot = read_all(kv, namespace).await?;
+                    let slots: Vec<SlotRecord> =
+                        snapshot.slots.iter().map(|(r, _)| r.clone()).collect();
+                    for r in &slots {
+                        protocol::validate(KIND, namespace, r, record.bits)?;
+                    }
+                    if protocol::acquire(namespace, &record, &slots, request, now).is_err() {
+                        return Err(exhausted);
+                    }
+                    tracing::warn!(namespace = %namespace,
+                        "cosid: the etcd acquire index said no slot is free, which the records deny; it is rebuilt");
+                    build_index(kv, namespace, now, Some(state_rev)).await?;
+                    return Ok(Step::Again);
+                }
+                other => other?,
+            }
         }
         other => other?,
     };

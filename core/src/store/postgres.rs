@@ -715,7 +715,8 @@ impl LeaseStore for PostgresStore {
             for s in &slots {
                 protocol::validate(KIND, namespace, s, record.bits)?;
             }
-            let lowest_unused = match sql_view::hinted(hint, &slots, record.bits) {
+            let hinted = sql_view::hinted(hint, &slots, record.bits);
+            let mut lowest_unused = match hinted {
                 Some(unused) => unused,
                 None => {
                     // No hint yet (a namespace from an earlier version, or reset after a hand edit), or a stale
@@ -727,6 +728,11 @@ impl LeaseStore for PostgresStore {
                     protocol::lowest_unused(&slots, record.bits)
                 }
             };
+            // A hint that says every slot has a row would refuse: check it first (rows deleted by hand leave it so).
+            if sql_view::must_check(hinted, namespace, &record, &slots, request, now) {
+                lowest_unused = first_unused(self, tx, namespace, record.bits, 0).await?;
+                sql_view::warn_rebuilt(namespace, hint, lowest_unused);
+            }
             let view = protocol::View {
                 records: &slots,
                 lowest_unused,

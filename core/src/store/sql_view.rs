@@ -5,11 +5,14 @@
 //!
 //! `lowest_unused` is a hint. A value whose slot has a row (written by a version that did not keep it, or by hand)
 //! is found in the same query and recomputed by a query that walks the rows; a value above the true one (rows
-//! deleted by hand) can only make an acquire pass over a slot never used. The choice itself is
+//! deleted by hand) can only make an acquire pass over a slot never used, except a value that says every slot has
+//! a row: that one would refuse, so before a refusal it is checked by the walk from slot 0 ([`must_check`]). The
+//! choice itself is
 //! [`crate::lease::protocol::acquire_in`], the same decision as on every row.
 
-use crate::lease::protocol::View;
-use crate::lease::SlotRecord;
+use crate::lease::protocol::{self, View};
+use crate::lease::{AcquireRequest, Namespace, NamespaceRecord, SlotRecord};
+use crate::store::StoreError;
 
 /// The rows an acquire's candidate query returned, one per slot (a row may match several parts of the query).
 pub(super) fn candidates(mut records: Vec<SlotRecord>) -> Vec<SlotRecord> {
@@ -27,6 +30,41 @@ pub(super) fn hinted(hint: Option<i64>, records: &[SlotRecord], bits: u8) -> Opt
     }
     let slot = u32::try_from(hint).ok()?;
     (!records.iter().any(|r| r.slot == slot)).then_some(Some(slot))
+}
+
+/// Whether the hint must be checked against the rows before the acquire decides: it says every slot has a row
+/// (`hinted` is `Some(None)`), and the decision on it would be `Exhausted`. A hint left at `2^bits` after rows
+/// were deleted by hand used to refuse every start for good.
+pub(super) fn must_check(
+    hinted: Option<Option<u32>>,
+    namespace: &Namespace,
+    record: &NamespaceRecord,
+    records: &[SlotRecord],
+    request: &AcquireRequest,
+    now: u64,
+) -> bool {
+    hinted == Some(None)
+        && matches!(
+            protocol::acquire_in(
+                namespace,
+                record,
+                &View {
+                    records,
+                    lowest_unused: None,
+                },
+                request,
+                now,
+            ),
+            Err(StoreError::Exhausted { .. })
+        )
+}
+
+/// Logs a hint found to say "every slot has a row" when one had none: [`must_check`] caught it.
+pub(super) fn warn_rebuilt(namespace: &Namespace, hint: Option<i64>, lowest_unused: Option<u32>) {
+    if let Some(slot) = lowest_unused {
+        tracing::warn!(namespace = %namespace, hint = ?hint, lowest_unused = slot,
+            "cosid: the lowest_unused hint said every slot has a row, which is not so; it is set right");
+    }
 }
 
 /// A slot number found by the stores' "first slot without a row from here" query, as a [`View`]'s

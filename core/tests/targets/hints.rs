@@ -242,3 +242,48 @@ impl XorShift {
         self.0 % n
     }
 }
+
+/// A hint that says no slot is unused (as after records deleted by hand, or the hint itself damaged) must not
+/// refuse an acquisition while slots are unused: the acquire checks it against the records before it refuses,
+/// and rebuilds it. `corrupt` makes the hint of a namespace of 8 slots, two of them held, say that every slot has
+/// a record and none is free; the next acquisitions must take slots 2 and 3, and the one after that (the hint
+/// rebuilt) slot 4.
+pub async fn a_hint_that_says_no_slot_is_unused_is_checked<F, Fut>(
+    store: Arc<dyn LeaseStore>,
+    name: &str,
+    corrupt: F,
+) where
+    F: FnOnce(Namespace) -> Fut,
+    Fut: Future<Output = ()>,
+{
+    let config = NamespaceConfig { bits: 3, ..CONFIG };
+    let ns = fresh(name);
+    let take = |key: &str| {
+        let owner = Owner::new(key);
+        let store = store.clone();
+        let ns = ns.clone();
+        async move {
+            store
+                .acquire(
+                    &ns,
+                    &config,
+                    &AcquireRequest {
+                        owner,
+                        ttl_ms: 60_000,
+                        preferred_slot: None,
+                    },
+                )
+                .await
+                .map(|a| a.lease.slot)
+        }
+    };
+    assert_eq!(take("a").await.unwrap(), 0);
+    assert_eq!(take("b").await.unwrap(), 1);
+    corrupt(ns.clone()).await;
+    for (key, slot) in [("c", 2), ("d", 3), ("e", 4)] {
+        match take(key).await {
+            Ok(s) => assert_eq!(s, slot, "owner {key}"),
+            Err(e) => panic!("owner {key} refused while 2 of 8 slots are held: {e}"),
+        }
+    }
+}

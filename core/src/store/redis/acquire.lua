@@ -1,6 +1,7 @@
 -- acquire: ARGV = bits, tolerance_ms, owner key, incarnation, ttl_ms, preferred slot ('' for none), layout.
 -- protocol::check_namespace, then protocol::acquire, decided on the few records the acquire index names (each read
 -- and validated) when there is an index, else on every record (each validated), after which the index is rebuilt.
+-- A decision on the index that would refuse (exhausted) is made again on every record first.
 return run(function()
   local bits, tolerance = arg_int(1), arg_int(2)
   local key, incarnation = ARGV[3], ARGV[4]
@@ -239,7 +240,10 @@ return run(function()
   if indexed then
     ok, retry, chosen, duplicate = pcall(decide, indexed_view())
     if not ok then
-      if retry ~= STALE then
+      -- An index that says no slot is free (hw at 2^bits with records deleted by hand, `free` deleted) would
+      -- refuse for good: before refusing, decide on every record, which rebuilds the index when it lied.
+      local exhausted = type(retry) == 'table' and type(retry.cosid) == 'table' and retry.cosid[1] == 'exhausted'
+      if retry ~= STALE and not exhausted then
         error(retry, 0)
       end
       indexed = false
