@@ -151,6 +151,15 @@ mkdir -p "$stage/$cli_name/bin"
 install -m 755 "$release/cosid" "$stage/$cli_name/bin/cosid"
 strip --strip-debug "$stage/$cli_name/bin/cosid"
 cp LICENSE-MIT LICENSE-APACHE README.md "$stage/$cli_name/"
+# Shell completions and man pages, made by the binary from its own definitions (`cosid generate`).
+cli_share=$stage/$cli_name/share
+mkdir -p "$cli_share/bash-completion/completions" "$cli_share/zsh/site-functions" \
+    "$cli_share/fish/vendor_completions.d" "$cli_share/powershell" "$cli_share/man/man1"
+"$release/cosid" generate completions bash >"$cli_share/bash-completion/completions/cosid"
+"$release/cosid" generate completions zsh >"$cli_share/zsh/site-functions/_cosid"
+"$release/cosid" generate completions fish >"$cli_share/fish/vendor_completions.d/cosid.fish"
+"$release/cosid" generate completions powershell >"$cli_share/powershell/cosid.ps1"
+"$release/cosid" generate man --dir "$cli_share/man/man1"
 tar -C "$stage" --owner=0 --group=0 --numeric-owner -czf "$out/$cli_name.tar.gz" "$cli_name"
 
 step "Java: the jar (libcosid.so for linux-x86_64 inside) and its sources jar"

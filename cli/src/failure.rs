@@ -36,6 +36,19 @@ impl Failure {
         self
     }
 
+    /// Prints the failure to stderr: `cosid: error: [CODE] message`, or under `--json` one JSON object,
+    /// `{"error": {"code": "CODE", "message": "..."}}`.
+    pub fn print(&self, json: bool) {
+        if json {
+            let value = serde_json::json!({
+                "error": {"code": self.code, "message": self.message},
+            });
+            eprintln!("{value}");
+        } else {
+            eprintln!("cosid: error: {self}");
+        }
+    }
+
     /// 2 for usage and configuration errors, 1 for everything else.
     pub fn exit_code(&self) -> ExitCode {
         ExitCode::from(if self.usage { 2 } else { 1 })

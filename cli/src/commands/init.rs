@@ -6,8 +6,16 @@ use cosid::store::StoreUrl;
 use cosid::Config;
 use std::io::Write;
 
+/// Options of `cosid init`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Print one JSON object
+    #[arg(long)]
+    json: bool,
+}
+
 /// Opens the store, creates its schema, and says what it found and did.
-pub fn run(config: &Config) -> Result<(), Failure> {
+pub fn run(args: &Args, config: &Config) -> Result<(), Failure> {
     let ns = namespace(config)?;
     // Opening an SQLite store creates its file: look before.
     let file_existed = settings_path(config)?.map(|path| path.exists());
@@ -15,11 +23,33 @@ pub fn run(config: &Config) -> Result<(), Failure> {
     open.call(open.store.init())?;
     let seen = open.call(open.store.inspect(&ns))?;
     // Best effort: a server that will not show its settings to this user is not a reason to fail the init.
-    for finding in open.call(open.store.durability()).unwrap_or_default() {
-        super::warn(&finding.into());
+    let findings = open.call(open.store.durability()).unwrap_or_default();
+    for finding in &findings {
+        super::warn(&finding.clone().into());
     }
     let mut out = std::io::stdout().lock();
     let kind = open.store.kind();
+    if args.json {
+        let value = serde_json::json!({
+            "store": open.shown,
+            "store_kind": kind,
+            "created": file_existed == Some(false),
+            "namespace": ns.as_str(),
+            "record": seen.namespace.as_ref().map(|r| serde_json::json!({
+                "bits": r.bits,
+                "tolerance_ms": r.tolerance_ms,
+                "not_before": r.not_before,
+            })),
+            "slot_records": seen.slots.len(),
+            "unsafe_settings": findings.iter().map(|f| serde_json::json!({
+                "setting": f.setting,
+                "value": f.value,
+                "expected": f.expected,
+            })).collect::<Vec<_>>(),
+        });
+        writeln!(out, "{value}")?;
+        return Ok(());
+    }
     match (&open.url, file_existed) {
         (StoreUrl::Sqlite(path), Some(false)) => writeln!(
             out,
