@@ -4,7 +4,7 @@
     python3 scripts/check-book-links.py target/book
 
 Every `href` or `src` to a local file must exist, and every `#anchor` must be an `id` (or `name`) in its target page.
-Links with a scheme (https:, mailto:, ...) are not followed. Exits 1 naming each broken link as
+Links with a scheme (https:, mailto:, ...) are not followed; a link starting with `/` is read from the site's root. Exits 1 naming each broken link as
 `page: href (why)`.
 """
 
@@ -19,12 +19,15 @@ class Page(HTMLParser):
         super().__init__(convert_charrefs=True)
         self.ids = set()
         self.links = []
+        self.base = None
 
     def handle_starttag(self, tag, attrs):
         for name, value in attrs:
             if value is None:
                 continue
-            if name == "id" or (tag == "a" and name == "name"):
+            if tag == "base" and name == "href":
+                self.base = value
+            elif name == "id" or (tag == "a" and name == "name"):
                 self.ids.add(value)
             elif name == "href" or (name == "src" and tag in ("img", "script", "iframe")):
                 self.links.append(value)
@@ -55,7 +58,17 @@ def main():
             if url.scheme or href.startswith("//") or href.startswith("javascript:"):
                 continue
             checked += 1
-            target = page_path if not url.path else (page_path.parent / unquote(url.path)).resolve()
+            # A root-relative link, or any link of a page with <base href="/..."> (mdBook's 404 page, made to be
+            # served at the site's root), resolves from the site's root.
+            base = page_path.parent
+            if page.base is not None and page.base.startswith("/"):
+                base = root / page.base.lstrip("/")
+            if url.path.startswith("/"):
+                target = (root / unquote(url.path).lstrip("/")).resolve()
+            elif url.path:
+                target = (base / unquote(url.path)).resolve()
+            else:
+                target = page_path
             if target.is_dir():
                 target = target / "index.html"
             if root not in target.parents and target != root:
