@@ -123,6 +123,9 @@ bash .ci/go.sh
 step "artefacts: dist/ installed without Rust (venv, npm, pnpm, C prefix with pkg-config and CMake, CLI)"
 bash .ci/artefacts.sh
 
+step "docs: the mdBook site from docs/ (target/book), every internal link and anchor, the start page's samples and command lines"
+bash .ci/docs.sh
+
 step "dashboard: cosid serve's page in headless Chromium with a token (slots used, holders, events, chart read from the DOM; a screenshot)"
 bash .ci/dashboard.sh
 
