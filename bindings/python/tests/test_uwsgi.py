@@ -67,6 +67,7 @@ def wait_ready(port: int, proc: "subprocess.Popen[bytes]", log: Path) -> None:
     "flags",
     [
         pytest.param([], id="prefork"),
+        pytest.param(["--env", "COSID_UWSGI_CALLBACK=1"], id="prefork-callback"),
         pytest.param(["--py-call-uwsgi-fork-hooks"], id="fork-hooks"),
         pytest.param(["--lazy-apps"], id="lazy-apps"),
     ],

@@ -8,6 +8,15 @@ import cosid
 
 OUT = os.environ["COSID_UWSGI_OUT"]
 
+if os.environ.get("COSID_UWSGI_CALLBACK"):
+    # Every event, renewals included, runs Python on the keeper thread: the GIL is taken at every renewal.
+    _events = []
+
+    @cosid.on_event
+    def _count(event: cosid.Event) -> None:
+        _events.append(event.name)
+        del _events[:-100]
+
 # In the master, before the fork (with --lazy-apps, in each worker).
 _ids = cosid.next_ids(200)
 _status = cosid.status()
