@@ -49,6 +49,11 @@ impl Failure {
         }
     }
 
+    /// Whether this is bad input or settings (exit status 2) rather than a failure of the store or the runtime.
+    pub fn is_usage(&self) -> bool {
+        self.usage
+    }
+
     /// 2 for usage and configuration errors, 1 for everything else.
     pub fn exit_code(&self) -> ExitCode {
         ExitCode::from(if self.usage { 2 } else { 1 })

@@ -39,6 +39,8 @@ enum Command {
     Migrate(commands::migrate::Args),
     /// Serve the lease API over HTTP in front of the store (the `http://` store's server)
     Serve(serve::Args),
+    /// Check a store before deploying on it: reachable, durable, clocks in step, namespace settings, free slots
+    Doctor(commands::doctor::Args),
     /// Print shell completions or the man page, made from these definitions (for packagers)
     #[command(hide = true)]
     Generate(commands::generate::Args),
@@ -115,6 +117,7 @@ fn run(cli: Cli, matches: &clap::ArgMatches) -> Result<(), Failure> {
             &config()?,
             settings::given(matches, "namespace").is_some_and(|n| !n.is_empty()),
         ),
+        Command::Doctor(args) => commands::doctor::run(&args, &config()?),
         Command::Generate(args) => commands::generate::run(&args, command()),
     }
 }

@@ -3,8 +3,8 @@
 use std::process::Command;
 
 /// Every subcommand a user sees (`generate` is hidden: it is for packagers).
-const SUBCOMMANDS: [&str; 7] = [
-    "next", "parse", "leases", "status", "init", "migrate", "serve",
+const SUBCOMMANDS: [&str; 8] = [
+    "next", "parse", "leases", "status", "init", "migrate", "serve", "doctor",
 ];
 
 fn cosid(args: &[&str]) -> String {

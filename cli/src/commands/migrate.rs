@@ -4,7 +4,7 @@
 use super::{namespace, OpenStore};
 use crate::failure::Failure;
 use crate::show::rfc3339;
-use cosid::lease::NamespaceConfig;
+use cosid::lease::{NamespaceConfig, NamespaceRecord};
 use cosid::migrate::{self, OldMachine, Plan};
 use cosid::static_slot::{self, StaticSpec};
 use cosid::Config;
@@ -35,6 +35,9 @@ pub struct Args {
     /// Print what would be written, and write nothing
     #[arg(long)]
     dry_run: bool,
+    /// Print one JSON object: the machines found, not_before, the target, and whether it was written
+    #[arg(long)]
+    json: bool,
 }
 
 fn duration(v: &str) -> Result<Duration, String> {
@@ -74,7 +77,10 @@ pub fn run(args: &Args, config: &Config, namespace_given: bool) -> Result<(), Fa
              all and give --not-before TIME (when the last one stopped)"
         );
     }
-    let mut out = std::io::stdout().lock();
+    let mut stdout = std::io::stdout().lock();
+    let mut sink = std::io::sink();
+    // Under --json the lines are not printed: the object at the end says it all.
+    let out: &mut dyn Write = if args.json { &mut sink } else { &mut stdout };
     for m in &plan.machines {
         writeln!(
             out,
@@ -132,6 +138,9 @@ pub fn run(args: &Args, config: &Config, namespace_given: bool) -> Result<(), Fa
         (None, None) => None,
     };
     if args.dry_run {
+        if args.json {
+            return print_json(args, config, &plan, static_target.as_ref(), None);
+        }
         match &static_target {
             Some((path, _)) => writeln!(
                 out,
@@ -147,18 +156,70 @@ pub fn run(args: &Args, config: &Config, namespace_given: bool) -> Result<(), Fa
         }
         return Ok(());
     }
-    match static_target {
+    let written = match &static_target {
         Some((path, slot)) => {
-            static_slot::raise_state_file(&path, slot, plan.not_before)?;
+            static_slot::raise_state_file(path, *slot, plan.not_before)?;
             writeln!(
                 out,
                 "raised the state file {} to {}",
                 path.display(),
                 plan.not_before
             )?;
+            None
         }
-        None => write_namespace(&mut out, config, &plan)?,
+        None => Some(write_namespace(out, config, &plan)?),
+    };
+    if args.json {
+        return print_json(args, config, &plan, static_target.as_ref(), Some(written));
     }
+    Ok(())
+}
+
+/// The outcome as one JSON object. `written` is `None` for a dry run, else what was written into: `Some(None)`
+/// for a state file, `Some(Some((store, record)))` for a namespace record.
+fn print_json(
+    args: &Args,
+    config: &Config,
+    plan: &Plan,
+    static_target: Option<&(PathBuf, u32)>,
+    written: Option<Option<(String, NamespaceRecord)>>,
+) -> Result<(), Failure> {
+    let machines: Vec<_> = plan
+        .machines
+        .iter()
+        .map(|m| {
+            serde_json::json!({
+                "machine_id": m.machine_id,
+                "last_timestamp_ms": m.last_timestamp_ms,
+                "source": m.source,
+                "instance_id": m.instance_id,
+            })
+        })
+        .collect();
+    let target = match static_target {
+        Some((path, slot)) => serde_json::json!({"state_file": path, "slot": slot}),
+        None => serde_json::json!({"namespace": config.namespace}),
+    };
+    let record = written.as_ref().and_then(|w| w.as_ref()).map(|(store, r)| {
+        serde_json::json!({
+            "store": store,
+            "bits": r.bits,
+            "tolerance_ms": r.tolerance_ms,
+            "not_before": r.not_before,
+        })
+    });
+    let value = serde_json::json!({
+        "machines": machines,
+        "latest_ms": plan.latest_ms,
+        "safe_guard_ms": u64::try_from(plan.safe_guard.as_millis()).unwrap_or(u64::MAX),
+        "operator_not_before_ms": plan.operator_not_before_ms,
+        "not_before": plan.not_before,
+        "target": target,
+        "dry_run": args.dry_run,
+        "written": written.is_some(),
+        "record": record,
+    });
+    writeln!(std::io::stdout().lock(), "{value}")?;
     Ok(())
 }
 
@@ -184,7 +245,11 @@ fn refuse_far_future(not_before_ms: u64) -> Result<(), Failure> {
     Ok(())
 }
 
-fn write_namespace(out: &mut impl Write, config: &Config, plan: &Plan) -> Result<(), Failure> {
+fn write_namespace(
+    out: &mut dyn Write,
+    config: &Config,
+    plan: &Plan,
+) -> Result<(String, NamespaceRecord), Failure> {
     let ns = namespace(config)?;
     let open = OpenStore::open(config)?;
     let ns_config = NamespaceConfig {
@@ -202,7 +267,7 @@ fn write_namespace(out: &mut impl Write, config: &Config, plan: &Plan) -> Result
         record.bits,
         record.tolerance_ms
     )?;
-    Ok(())
+    Ok((open.shown.clone(), record))
 }
 
 // Which arms exist depends on the store features; without them the fallback arms are all that is left.

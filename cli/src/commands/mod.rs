@@ -1,5 +1,6 @@
 //! One module per subcommand, and what they share.
 
+pub mod doctor;
 pub mod generate;
 pub mod init;
 pub mod leases;

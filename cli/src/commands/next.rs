@@ -19,6 +19,11 @@ pub struct Args {
     /// Text form of each id
     #[arg(long, value_enum, value_name = "FORM", default_value_t = Form::Dec)]
     format: Form,
+
+    /// Print one JSON object: {"format": "decimal", "ids": ["7150089728004620289", ...]} (decimal ids as strings:
+    /// they exceed JavaScript's exact integers)
+    #[arg(long)]
+    json: bool,
 }
 
 /// Why printing stopped early.
@@ -62,29 +67,45 @@ fn write_ids(rt: &Holder, args: &Args, out: &mut impl Write) -> Result<(), Halt>
     let layout = rt.layout().map_err(|e| Halt::Failed(e.into()))?;
     let mut buf = vec![Id::from_u64(0); args.count.min(CHUNK) as usize];
     let mut left = args.count;
+    if args.json {
+        // Written as the ids come, like the lines: a million ids need no array in memory.
+        write!(out, "{{\"format\":\"{}\",\"ids\":[", args.format.name())?;
+    }
+    let mut first = true;
     while left > 0 {
         let chunk = &mut buf[..left.min(CHUNK) as usize];
         rt.fill(chunk).map_err(|e| Halt::Failed(e.into()))?;
         for &id in chunk.iter() {
+            let (before, after): (&[u8], &[u8]) = match (args.json, first) {
+                (false, _) => (b"", b"\n"),
+                (true, true) => (b"\"", b"\""),
+                (true, false) => (b",\"", b"\""),
+            };
+            out.write_all(before)?;
             write_id(out, id, args.format, &layout)?;
+            out.write_all(after)?;
+            first = false;
         }
         left -= chunk.len() as u64;
+    }
+    if args.json {
+        out.write_all(b"]}\n")?;
     }
     Ok(())
 }
 
+/// One id in `form`, alone (no separator): none of the forms needs escaping in JSON.
 fn write_id(out: &mut impl Write, id: Id, form: Form, layout: &Layout) -> Result<(), Halt> {
     match form {
-        Form::Dec => writeln!(out, "{}", id.as_u64())?,
+        Form::Dec => write!(out, "{}", id.as_u64())?,
         Form::Base62 => {
             let mut text = [0u8; 11];
             id.write_base62(&mut text);
             out.write_all(&text)?;
-            out.write_all(b"\n")?;
         }
         Form::Friendly => {
             let text = layout.to_friendly(id).map_err(cosid::Error::from)?;
-            writeln!(out, "{text}")?;
+            write!(out, "{text}")?;
         }
     }
     Ok(())
