@@ -127,23 +127,28 @@ impl std::fmt::Display for StoreUrl {
     }
 }
 
-/// `url` with every secret in it replaced by `***`, for messages, logs and Debug output. The one redaction of
-/// cosid: every store URL shown anywhere goes through it. Works on URLs that do not parse, too.
+/// `url` with every part that could hold a secret replaced by `***`, for messages, logs and Debug output. The one
+/// redaction of cosid: every store URL shown anywhere goes through it. Works on URLs that do not parse, and on
+/// values that are not URLs at all (a duration, a layout name), which it leaves alone. Default-deny: only what is
+/// known to be harmless is shown.
 ///
-/// - The password of the user-info (`redis://app:***@host`, `etcd://user:***@host:2379`). When the authority
-///   (up to the first `/`, `?` or `#`) has no `@` but the rest of the URL has, an unencoded character cut the
-///   password short: everything from the first `:` after the scheme to the last `@` is taken as the password,
-///   shown too little rather than too much.
-/// - The value of each query parameter whose name suggests a secret (`password`, `pass`, `pwd`, `token`,
-///   `secret`, `auth`, `key`, `credential`, any case): `?password=***`.
+/// - The user-info ends at the last `@` after the scheme. Its password (after its first `:`) is hidden:
+///   `redis://app:***@host`. If the user-info holds a `/`, `?` or `#` (an unencoded character in a password, or an
+///   `@` in a query or fragment), where the password ends cannot be told: everything after the scheme is hidden
+///   (`redis://***`).
+/// - Every query value whose parameter is not known to be harmless (a short list: `sslmode`, `replicaSet`, `w`,
+///   `state_file`, ...) is hidden (`?digest=***`), and so is a parameter with no `=`.
+/// - The fragment is hidden (`#***`): no store reads one, so it can only be a cut-off password.
+/// - A value with no scheme (`rediss//app:pw@host`, a typo) and an `@` after a `:` is hidden from that `:` on.
 pub fn redacted(url: &str) -> String {
-    let Some((at, password)) = password_span(url) else {
-        return redact_query(url);
-    };
     let mut out = String::with_capacity(url.len());
-    out.push_str(&url[..password.start]);
-    out.push_str("***");
-    out.push_str(&redact_query(&url[at..]));
+    let mut last = 0;
+    for r in hidden(url) {
+        out.push_str(&url[last..r.start]);
+        out.push_str("***");
+        last = r.end;
+    }
+    out.push_str(&url[last..]);
     out
 }
 
@@ -160,87 +165,119 @@ pub fn scrub(text: &str, url: &str) -> String {
     out
 }
 
-/// Where the user-info ends (its `@`) and where its password lies, if it has one.
-fn password_span(url: &str) -> Option<(usize, std::ops::Range<usize>)> {
-    let (start, typo) = match url.find("://") {
-        Some(i) => (i + 3, false),
-        None => (url.find(':')? + 1, true),
+/// The end of `text`'s scheme (the index of its `:`), if it starts with one (RFC 3986: a letter, then letters,
+/// digits, `+`, `-`, `.`).
+fn scheme_end(text: &str) -> Option<usize> {
+    let colon = text.find(':')?;
+    let scheme = &text[..colon];
+    let mut chars = scheme.chars();
+    let first = chars.next()?;
+    (first.is_ascii_alphabetic()
+        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.')))
+    .then_some(colon)
+}
+
+/// The byte ranges of `text` that [`redacted`] hides, in order and disjoint.
+fn hidden(text: &str) -> Vec<std::ops::Range<usize>> {
+    let Some(colon) = scheme_end(text) else {
+        // No scheme: a typo in one (`rediss//app:pw@host`) took the user-info's `:` for the scheme's.
+        return match text.find(':') {
+            Some(c) if text[c..].contains('@') => std::iter::once(c + 1..text.len()).collect(),
+            _ => query_and_fragment(text, 0),
+        };
     };
-    let rest = &url[start..];
-    let authority = rest.find(['/', '?', '#']).map_or(rest, |i| &rest[..i]);
-    let at = match authority.rfind('@') {
-        // A well-formed user-info: it ends at the authority's last `@`.
-        Some(at) => at,
-        // None in the authority, but an `@` further on: an unencoded `/`, `?` or `#` in the password cut the
-        // authority short (`redis://app:12?x@host` even parses, as port 12 and a query). Take it as user-info: at
-        // worst a URL with an `@` in its query and a port is shown with too much hidden.
-        None => rest.rfind('@')?,
+    let after = &text[colon + 1..];
+    let start = colon + 1 + if after.starts_with("//") { 2 } else { 0 };
+    let rest = &text[start..];
+    let Some(at) = rest.rfind('@') else {
+        return query_and_fragment(text, start);
     };
-    match rest[..at].find(':') {
-        Some(colon) => Some((start + at, start + colon + 1..start + at)),
-        // No `://` and no `:` left before the `@`: a typo in the scheme (`rediss//app:s3cret@host`) took the
-        // user-info's `:` for the scheme's. Everything after it up to the `@` may be the password.
-        None if typo => Some((start + at, start..start + at)),
-        None => None,
+    let info = &rest[..at];
+    if info.contains(['/', '?', '#']) || start == text.len() {
+        return std::iter::once(start..text.len()).collect();
     }
-}
-
-/// Whether a query parameter's name suggests its value is a secret.
-fn secret_name(name: &str) -> bool {
-    let name = name.to_ascii_lowercase();
-    [
-        "pass",
-        "pwd",
-        "token",
-        "secret",
-        "auth",
-        "key",
-        "credential",
-    ]
-    .iter()
-    .any(|s| name.contains(s))
-}
-
-/// The query parameters of `text` (from its first `?`) whose name suggests a secret, each as the byte range of
-/// its value.
-fn secret_values(text: &str) -> Vec<std::ops::Range<usize>> {
-    let Some(q) = text.find('?') else {
-        return Vec::new();
-    };
-    let end = text[q..].find('#').map_or(text.len(), |i| q + i);
     let mut out = Vec::new();
-    let mut pos = q + 1;
-    for pair in text[q + 1..end].split(['&', ';']) {
-        if let Some((name, value)) = pair.split_once('=') {
-            if secret_name(name) && !value.is_empty() {
-                let start = pos + name.len() + 1;
-                out.push(start..start + value.len());
+    if let Some(c) = info.find(':') {
+        out.push(start + c + 1..start + at);
+    }
+    out.extend(query_and_fragment(text, start + at + 1));
+    out
+}
+
+/// Query parameters whose values are shown: they name things and set modes, never hold credentials.
+const HARMLESS: &[&str] = &[
+    "ahead",
+    "appname",
+    "application_name",
+    "authmechanism",
+    "authsource",
+    "connect_timeout",
+    "connecttimeoutms",
+    "database",
+    "db",
+    "dbname",
+    "directconnection",
+    "journal",
+    "maxpoolsize",
+    "minpoolsize",
+    "readpreference",
+    "replicaset",
+    "retrywrites",
+    "serverselectiontimeoutms",
+    "sockettimeoutms",
+    "ssl",
+    "sslmode",
+    "state_file",
+    "target_session_attrs",
+    "timeout",
+    "tls",
+    "user",
+    "username",
+    "w",
+];
+
+/// The hidden ranges of the query and fragment of `text`, looked for from `from`: each value of a parameter not
+/// in [`HARMLESS`], each parameter without a value, and the fragment.
+fn query_and_fragment(text: &str, from: usize) -> Vec<std::ops::Range<usize>> {
+    let hash = text[from..].find('#').map(|i| from + i);
+    let end = hash.unwrap_or(text.len());
+    let mut out = Vec::new();
+    if let Some(q) = text[from..end].find('?').map(|i| from + i) {
+        let mut pos = q + 1;
+        for pair in text[q + 1..end].split(['&', ';']) {
+            match pair.split_once('=') {
+                Some((name, value))
+                    if !value.is_empty()
+                        && !HARMLESS.contains(&name.to_ascii_lowercase().as_str()) =>
+                {
+                    let start = pos + name.len() + 1;
+                    out.push(start..start + value.len());
+                }
+                Some(_) => {}
+                None if !pair.is_empty() => out.push(pos..pos + pair.len()),
+                None => {}
             }
+            pos += pair.len() + 1;
         }
-        pos += pair.len() + 1;
+    }
+    if let Some(h) = hash.filter(|&h| h + 1 < text.len()) {
+        out.push(h + 1..text.len());
     }
     out
 }
 
-fn redact_query(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut last = 0;
-    for value in secret_values(text) {
-        out.push_str(&text[last..value.start]);
-        out.push_str("***");
-        last = value.end;
-    }
-    out.push_str(&text[last..]);
-    out
-}
-
-/// Every secret in `url`, as written and percent-decoded (a driver may quote either).
+/// Every secret in `url`, as written and percent-decoded (a driver may quote either): each hidden part, and the
+/// pieces of one between the characters a driver may split it at.
 fn secrets(url: &str) -> Vec<String> {
     let mut raw: Vec<&str> = Vec::new();
-    if let Some((_, password)) = password_span(url) {
-        raw.push(&url[password]);
+    for r in hidden(url) {
+        let part = &url[r];
+        raw.push(part);
+        raw.extend(
+            part.split(['@', '/', '?', '#', '&', '=', ':', ','])
+                .filter(|p| p.len() >= 4),
+        );
     }
-    raw.extend(secret_values(url).into_iter().map(|r| &url[r]));
     let mut out = Vec::new();
     for s in raw.into_iter().filter(|s| !s.is_empty()) {
         out.push(s.to_owned());
@@ -453,6 +490,29 @@ mod tests {
             "mongodb+srv://ids:Hunter2pw@cluster.example",
             &["Hunter2pw"],
         ),
+        // An unencoded `@` and `#` together; secrets in query parameters no list names; a fragment.
+        (
+            "redis://app:pa@ss#Hunter2pw@127.0.0.1:1/0",
+            &["Hunter2pw", "pa@ss"],
+        ),
+        (
+            "redis://app:pa@ss:99999#Hunter2pw@127.0.0.1:1/0",
+            &["Hunter2pw", "pa@ss"],
+        ),
+        (
+            "zookeeper://127.0.0.1:2181/apps?digest=ids:Hunter2pw",
+            &["Hunter2pw"],
+        ),
+        ("redis://127.0.0.1:1/0?client_id=Hunter2pw", &["Hunter2pw"]),
+        ("postgres://db/ids#Hunter2pw", &["Hunter2pw"]),
+        (
+            "mongodb://ids:pa@ss#Hunter2pw@127.0.0.1:27017/ids",
+            &["Hunter2pw", "pa@ss"],
+        ),
+        (
+            "etcd://root:pa@ss#Hunter2pw@127.0.0.1:2379,",
+            &["Hunter2pw", "pa@ss"],
+        ),
     ];
 
     fn assert_hidden(shown: &str, url: &str, secrets: &[&str]) {
@@ -508,10 +568,22 @@ mod tests {
                 "postgres://u:pw@db/x?sslmode=require&password=pw",
                 "postgres://u:***@db/x?sslmode=require&password=***",
             ),
+            // An `@` outside the user-info: where a password would end cannot be told.
+            ("postgres://db/x?user=me@corp", "postgres://***"),
             (
-                "postgres://db/x?user=me@corp",
-                "postgres://db/x?user=me@corp",
+                "postgres://db/x?user=me&sslmode=require",
+                "postgres://db/x?user=me&sslmode=require",
             ),
+            (
+                "zookeeper://a:2181/apps?digest=ids:pw",
+                "zookeeper://a:2181/apps?digest=***",
+            ),
+            (
+                "redis://a:1/0?client_name=x#frag",
+                "redis://a:1/0?client_name=***#***",
+            ),
+            ("redis://app:pa@ss#pw@a:1/0", "redis://***"),
+            ("js-safe", "js-safe"),
             (
                 "sqlite:///var/lib/cosid/leases.db",
                 "sqlite:///var/lib/cosid/leases.db",
