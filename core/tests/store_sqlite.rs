@@ -234,3 +234,67 @@ async fn a_lowest_unused_that_says_the_namespace_is_full_is_checked_before_a_ref
     )
     .await;
 }
+
+/// A `-wal` file deleted under an open store is reported as the store's file trouble, naming the missing file,
+/// never as a corrupt record (which tells an operator to go and edit records).
+#[tokio::test]
+async fn a_deleted_wal_file_is_named_not_called_a_corrupt_record() {
+    let t = target().await.unwrap();
+    let ns = conformance::fresh("sqlite-wal-gone");
+    let owner = cosid::lease::Owner::new("a");
+    let lease = t
+        .store
+        .acquire(
+            &ns,
+            &conformance::CONFIG,
+            &conformance::request(&owner, 60_000),
+        )
+        .await
+        .unwrap()
+        .lease;
+    let mut wal = t.path.clone().into_os_string();
+    wal.push("-wal");
+    std::fs::remove_file(&wal).unwrap();
+    let mut errors = Vec::new();
+    let other = cosid::lease::Owner::new("b");
+    if let Err(e) = t
+        .store
+        .acquire(
+            &ns,
+            &conformance::CONFIG,
+            &conformance::request(&other, 60_000),
+        )
+        .await
+    {
+        errors.push(e);
+    }
+    if let Err(e) = t.store.renew(&lease, 60_000, 1_000).await {
+        errors.push(e);
+    }
+    // Another process on the file (a new store here) opens it after the deletion.
+    let again = SqliteStore::open(&t.path, Arc::new(ManualClock::new(conformance::T0)));
+    match again {
+        Err(e) => errors.push(e),
+        Ok(again) => {
+            if let Err(e) = again
+                .acquire(
+                    &ns,
+                    &conformance::CONFIG,
+                    &conformance::request(&other, 60_000),
+                )
+                .await
+            {
+                errors.push(e);
+            }
+        }
+    }
+    for e in &errors {
+        eprintln!("seen: {e}");
+    }
+    assert!(!errors.is_empty(), "nothing noticed the deleted WAL");
+    for e in errors {
+        let code = cosid::host::ErrorCode::of_store(&e);
+        assert_eq!(code.name(), "STORE_UNAVAILABLE", "{e}");
+        assert!(e.to_string().contains("-wal"), "{e}");
+    }
+}

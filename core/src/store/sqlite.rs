@@ -132,7 +132,8 @@ impl SqliteStore {
         }
         let real = file_identity::resolve(path).map_err(unavailable)?;
         // Waiting for the holders of a replaced file is not a reason to fail here: the calls retry.
-        let db = Db::open(path, &real)?
+        let db = Db::open(path, &real)
+            .map_err(|e| name_missing_files(&real, e))?
             .inspect_err(
                 |why| tracing::warn!(%why, "cosid: the SQLite database cannot be used yet"),
             )
@@ -156,6 +157,14 @@ impl SqliteStore {
 
     /// Runs `f` in one write transaction; commits if it returns `Ok`.
     fn write<T>(
+        &self,
+        f: impl FnOnce(&Transaction<'_>, u64) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        self.write_in(f)
+            .map_err(|e| name_missing_files(&self.real, e))
+    }
+
+    fn write_in<T>(
         &self,
         f: impl FnOnce(&Transaction<'_>, u64) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
@@ -333,6 +342,55 @@ fn corrupt(namespace: &Namespace, what: &str, detail: impl Into<String>) -> Stor
     }
 }
 
+/// A failed read of a row: a value of the wrong type is a corrupt record; SQLite failing to read (a disk I/O error,
+/// a file deleted under it) is the store's trouble, never the record's.
+fn row_error(namespace: &Namespace, what: &str, e: rusqlite::Error) -> StoreError {
+    match e {
+        rusqlite::Error::SqliteFailure(..) => unavailable(e),
+        e => corrupt(namespace, what, e.to_string()),
+    }
+}
+
+/// An SQLite I/O error names the files it may come from: SQLite reports only "disk I/O error". While a process has
+/// the database open in WAL mode, `-wal` and `-shm` exist; one deleted or replaced under it (a cleanup of the
+/// folder, a hand) makes the next reader fail so (a short read: the index names frames the new WAL lacks), and the
+/// commits it held that were not yet copied into the database are lost.
+fn name_missing_files(real: &Path, e: StoreError) -> StoreError {
+    let StoreError::Unavailable { store, source } = e else {
+        return e;
+    };
+    let io_error = match source.downcast_ref::<rusqlite::Error>() {
+        Some(rusqlite::Error::SqliteFailure(f, _)) => {
+            (f.code == rusqlite::ErrorCode::SystemIoFailure).then_some(f.extended_code)
+        }
+        _ => None,
+    };
+    let Some(code) = io_error else {
+        return StoreError::Unavailable { store, source };
+    };
+    let state = |suffix: &str| {
+        let mut p = real.as_os_str().to_owned();
+        p.push(suffix);
+        let p = PathBuf::from(p);
+        match std::fs::metadata(&p) {
+            Ok(m) => format!("{} ({} bytes)", p.display(), m.len()),
+            Err(_) => format!("{} (missing)", p.display()),
+        }
+    };
+    StoreError::Unavailable {
+        store,
+        source: Box::new(std::io::Error::other(format!(
+            "{source} (SQLite code {code}) on {}; its WAL is {}, its index {}: a WAL or index deleted or replaced \
+             while the database was open fails so, and loses the commits not yet copied into the database; stop \
+             every process on it, check the leases (cosid leases), and raise not_before past any id they could \
+             have covered",
+            real.display(),
+            state("-wal"),
+            state("-shm")
+        ))),
+    }
+}
+
 fn u64_of(v: i64, namespace: &Namespace, field: &str) -> Result<u64, StoreError> {
     u64::try_from(v).map_err(|_| corrupt(namespace, field, format!("{field} is negative ({v})")))
 }
@@ -360,7 +418,7 @@ fn read_namespace(
             },
         )
         .optional()
-        .map_err(|e| corrupt(ns, "the namespace record", e.to_string()))?;
+        .map_err(|e| row_error(ns, "the namespace record", e))?;
     let Some((bits, tolerance, not_before, layout)) = row else {
         return Ok(None);
     };
@@ -463,7 +521,7 @@ fn read_slots(tx: &Transaction<'_>, ns: &Namespace) -> Result<Vec<SlotRecord>, S
         .query_map(params![ns.encoded()], raw_slot)
         .map_err(unavailable)?
         .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| corrupt(ns, "a slot record", e.to_string()))?;
+        .map_err(|e| row_error(ns, "a slot record", e))?;
     rows.into_iter().map(|raw| decode_slot(ns, raw)).collect()
 }
 
@@ -479,7 +537,7 @@ fn read_slot(
             raw_slot,
         )
         .optional()
-        .map_err(|e| corrupt(ns, &format!("slot {slot}"), e.to_string()))?;
+        .map_err(|e| row_error(ns, &format!("slot {slot}"), e))?;
     raw.map(|raw| decode_slot(ns, raw)).transpose()
 }
 
@@ -541,7 +599,7 @@ fn read_candidates(
         )
         .map_err(unavailable)?
         .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| corrupt(ns, "a slot record", e.to_string()))?;
+        .map_err(|e| row_error(ns, "a slot record", e))?;
     let records = rows
         .into_iter()
         .map(|raw| decode_slot(ns, raw))
