@@ -214,4 +214,20 @@ fn redis_that_fsyncs_every_second_fails_durability() {
         (Some("appendfsync"), Some("everysec"))
     );
     assert_eq!(status(&report, "reachable"), "ok");
+    // Under --json, init and status put the finding in their object, and stderr stays empty.
+    let init = cosid(dir.path(), &url, &["init", "--json"]);
+    assert!(init.status.success() && init.stderr.is_empty(), "{init:?}");
+    let init: Value = serde_json::from_slice(&init.stdout).unwrap();
+    assert_eq!(
+        init["unsafe_settings"][0]["setting"], "appendfsync",
+        "{init}"
+    );
+    let status = cosid(dir.path(), &url, &["status", "--json"]);
+    assert!(
+        status.status.success() && status.stderr.is_empty(),
+        "{status:?}"
+    );
+    let status: Value = serde_json::from_slice(&status.stdout).unwrap();
+    let warning = status["warnings"][0].as_str().unwrap_or_default();
+    assert!(warning.contains("appendfsync = everysec"), "{status}");
 }

@@ -136,14 +136,14 @@ fn failures_are_one_object_on_stderr_with_the_same_exit_status() {
     let (status, code, message) = error_json(&dir, &["next", "--count", "many", "--json"]);
     assert_eq!((status, code.as_str()), (2, "USAGE"));
     assert!(message.contains("many"), "{message}");
-    // The store failing: 1.
-    let file = dir.path().join("a-file");
-    std::fs::write(&file, "not a folder").unwrap();
-    let url = format!("--store=sqlite://{}/leases.db", file.display());
+    // The store failing: 1 (a file that is not an SQLite database).
+    let file = dir.path().join("not-a-db");
+    std::fs::write(&file, vec![b'x'; 4096]).unwrap();
+    let url = format!("--store=sqlite://{}", file.display());
     for command in ["next", "leases", "status", "init"] {
         let (status, code, message) = error_json(&dir, &[command, &url, "--json"]);
         assert_eq!(status, 1, "{command}: [{code}] {message}");
-        assert!(message.contains("a-file"), "{command}: {message}");
+        assert!(message.contains("not-a-db"), "{command}: {message}");
     }
 }
 

@@ -200,3 +200,46 @@ fn the_new_namespace_is_the_old_one_unless_given() {
     assert_eq!(not_before(&dir, &other), Some(last + 1_000));
     redis(&url, &["DEL", &revert]);
 }
+
+#[test]
+fn json_reports_the_machines_the_plan_and_what_was_written() {
+    let Some(url) = redis_url() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let old = unique("old-json");
+    let itc = format!("cosid:{{{old}}}:itc_idx");
+    let known = now_ms() - 60_000;
+    redis(
+        &url,
+        &["HSET", &itc, "10.0.0.1:8080", &format!("3|{known}")],
+    );
+    let args = ["migrate", "--from", &url, "--old-namespace", &old, "--json"];
+    let out = cosid(&dir, &[&args[..], &["--dry-run"]].concat(), 0);
+    // The warning about trusting the stamps is in the object: stderr holds only an error object.
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let dry: Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
+    assert!(
+        dry["warnings"][0]
+            .as_str()
+            .unwrap()
+            .contains("--not-before"),
+        "{dry}"
+    );
+    assert_eq!(dry["dry_run"], true, "{dry}");
+    assert_eq!(dry["written"], false);
+    assert_eq!(dry["machines"][0]["machine_id"], 3);
+    assert_eq!(dry["machines"][0]["last_timestamp_ms"], known);
+    assert_eq!(dry["target"]["namespace"], old.as_str());
+    let not_before_planned = dry["not_before"].as_u64().expect("not_before");
+    assert!(not_before_planned > known);
+    assert_eq!(not_before(&dir, &old), None, "nothing written");
+
+    let done: Value =
+        serde_json::from_slice(&cosid(&dir, &args, 0).stdout).expect("one JSON object");
+    assert_eq!(done["written"], true, "{done}");
+    assert_eq!(done["record"]["not_before"], not_before_planned);
+    assert_eq!(not_before(&dir, &old), Some(not_before_planned));
+}

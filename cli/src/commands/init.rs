@@ -24,8 +24,11 @@ pub fn run(args: &Args, config: &Config) -> Result<(), Failure> {
     let seen = open.call(open.store.inspect(&ns))?;
     // Best effort: a server that will not show its settings to this user is not a reason to fail the init.
     let findings = open.call(open.store.durability()).unwrap_or_default();
-    for finding in &findings {
-        super::warn(&finding.clone().into());
+    if !args.json {
+        // Under --json they are in the object: stderr holds only an error object.
+        for finding in &findings {
+            super::warn(&finding.clone().into());
+        }
     }
     let mut out = std::io::stdout().lock();
     let kind = open.store.kind();

@@ -68,14 +68,9 @@ pub fn run(args: &Args, config: &Config, namespace_given: bool) -> Result<(), Fa
         not_before_ms: args.not_before,
     };
     let plan = migrate::plan(machines, &options).map_err(cosid::Error::from)?;
-    if args.not_before.is_none() {
-        // A stamp can look like a time and still be older than the machine's last id: CosId 1.x writes a
-        // re-taken machine id's old stop time and never updates it. Nothing in the store tells the versions apart.
-        eprintln!(
-            "cosid migrate: warning: trusting each machine's stamp as its last time; this holds for CosId 2.x, \
-             whose guard updates it, but not for 1.x, which never does: if any old instance ran CosId 1.x, stop them \
-             all and give --not-before TIME (when the last one stopped)"
-        );
+    if args.not_before.is_none() && !args.json {
+        // Under --json it is in the object: stderr holds only an error object.
+        eprintln!("cosid migrate: warning: {TRUST_WARNING}");
     }
     let mut stdout = std::io::stdout().lock();
     let mut sink = std::io::sink();
@@ -218,10 +213,18 @@ fn print_json(
         "dry_run": args.dry_run,
         "written": written.is_some(),
         "record": record,
+        "warnings": if args.not_before.is_none() { vec![TRUST_WARNING] } else { vec![] },
     });
     writeln!(std::io::stdout().lock(), "{value}")?;
     Ok(())
 }
+
+/// Said when no `--not-before` is given. A stamp can look like a time and still be older than the machine's last
+/// id: CosId 1.x writes a re-taken machine id's old stop time and never updates it. Nothing in the store tells the
+/// versions apart.
+const TRUST_WARNING: &str = "trusting each machine's stamp as its last time; this holds for CosId 2.x, whose guard \
+     updates it, but not for 1.x, which never does: if any old instance ran CosId 1.x, stop them all and give \
+     --not-before TIME (when the last one stopped)";
 
 /// How far past now `--not-before` may lie: `not_before` is never lowered, so a typo (a year for a day) would
 /// stop every slot of the namespace until that time.

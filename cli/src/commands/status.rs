@@ -41,13 +41,17 @@ pub fn run(args: &Args, mut settings: Settings) -> Result<(), Failure> {
     let layout = rt.layout()?;
     let status = rt.status()?;
     rt.shutdown()?;
-    for event in found.lock().unwrap_or_else(|e| e.into_inner()).iter() {
-        super::warn(event);
-    }
+    let found = std::mem::take(&mut *found.lock().unwrap_or_else(|e| e.into_inner()));
     let mut out = std::io::stdout().lock();
     if args.json {
-        writeln!(out, "{}", json(&status, &shown))?;
+        // The warnings go in the object: under --json, stderr holds only an error object.
+        let mut value = json(&status, &shown);
+        value["warnings"] = found.iter().map(|e| e.message()).collect();
+        writeln!(out, "{value}")?;
         return Ok(());
+    }
+    for event in &found {
+        super::warn(event);
     }
     let s = &status;
     let at = |ms: u64| format!("{ms} ({})", rfc3339(ms));
