@@ -54,6 +54,32 @@ fn the_bash_completion_parses() {
 }
 
 #[test]
+fn the_bash_completion_completes_commands_and_flags() {
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let path = dir.path().join("cosid.bash");
+    std::fs::write(&path, cosid(&["generate", "completions", "bash"])).expect("written");
+    // What bash sets before calling the completion function on `cosid do<TAB>`, then on `cosid doctor --js<TAB>`.
+    let script = r#"source "$1"
+COMP_WORDS=(cosid do); COMP_CWORD=1; _cosid cosid do cosid; echo "${COMPREPLY[@]}"
+COMP_WORDS=(cosid doctor --js); COMP_CWORD=2; _cosid cosid --js doctor; echo "${COMPREPLY[@]}""#;
+    let Ok(out) = Command::new("bash")
+        .args(["-c", script, "bash"])
+        .arg(&path)
+        .output()
+    else {
+        println!("skipped: no bash to run the completion in");
+        return;
+    };
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        text,
+        "doctor\n--json\n",
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
 fn an_unknown_shell_is_a_usage_error() {
     let out = Command::new(env!("CARGO_BIN_EXE_cosid"))
         .args(["generate", "completions", "tcsh"])
