@@ -9,7 +9,8 @@ mod cases;
 use std::path::Path;
 use std::process::Command;
 
-/// `OK`, or the code of `cosid: error: [CODE] ...`; the JSON printed; everything printed.
+/// `OK`, or the code of `cosid: error: [CODE] ...` (or of the JSON error object under `--json`); the JSON printed;
+/// everything printed.
 fn run(
     flags: &[String],
     env: &[(String, String)],
@@ -31,6 +32,19 @@ fn run(
     let all = format!("{stdout}{stderr}");
     if out.status.success() {
         return ("OK".into(), stdout, all);
+    }
+    // Under --json: `{"error": {"code": "CODE", "message": "..."}}`, its message read back unescaped.
+    if let Ok(error) = serde_json::from_str::<serde_json::Value>(&stderr) {
+        if let (Some(code), Some(message)) = (
+            error["error"]["code"].as_str(),
+            error["error"]["message"].as_str(),
+        ) {
+            return (
+                code.to_owned(),
+                stdout.clone(),
+                format!("{stdout}{message}"),
+            );
+        }
     }
     let code = stderr
         .split_once("cosid: error: [")
