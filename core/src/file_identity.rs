@@ -42,9 +42,20 @@ impl std::fmt::Display for FileId {
     }
 }
 
-/// Follows the symbolic links of `path` to the file they end at (which need not exist yet), creates its folder,
-/// and returns it with the folder canonical. Writing to the result writes where the links point.
-pub(crate) fn resolve(path: &Path) -> io::Result<PathBuf> {
+/// What [`resolve`] does about a missing folder.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Folders {
+    /// Create every missing folder (readable by the owner only, for folders cosid chose itself).
+    Create,
+    /// Refuse a missing folder (`NotFound`): the user named the path, and a folder that is not there may be a
+    /// volume not mounted yet, under which a new file would be lost when it is.
+    MustExist,
+}
+
+/// Follows the symbolic links of `path` to the file they end at (which need not exist yet), makes sure of its
+/// folder as `folders` says, and returns it with the folder canonical. Writing to the result writes where the
+/// links point.
+pub(crate) fn resolve(path: &Path, folders: Folders) -> io::Result<PathBuf> {
     let mut p = path.to_path_buf();
     let mut hops = 0;
     while std::fs::symlink_metadata(&p).is_ok_and(|m| m.file_type().is_symlink()) {
@@ -69,7 +80,26 @@ pub(crate) fn resolve(path: &Path) -> io::Result<PathBuf> {
         .parent()
         .filter(|d| !d.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir)?;
+    match folders {
+        Folders::Create => {
+            let mut builder = std::fs::DirBuilder::new();
+            builder.recursive(true);
+            #[cfg(unix)]
+            std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+            builder.create(dir)?;
+        }
+        Folders::MustExist if !dir.is_dir() => {
+            return Err(io::Error::new(
+                io::ErrorKind::NotFound,
+                format!(
+                    "the folder {} does not exist (or is not a folder); create it first: cosid does not, so that \
+                     a volume not mounted yet is never taken for an empty folder",
+                    dir.display()
+                ),
+            ));
+        }
+        Folders::MustExist => {}
+    }
     Ok(std::fs::canonicalize(dir)?.join(name))
 }
 
@@ -169,7 +199,7 @@ mod tests {
         std::os::unix::fs::symlink("data/state", real.join("link")).unwrap();
         // A dangling link resolves to where it points, so the first write lands there.
         assert_eq!(
-            resolve(&real.join("link")).unwrap(),
+            resolve(&real.join("link"), Folders::MustExist).unwrap(),
             real.join("data/state")
         );
         std::fs::write(real.join("data/state"), "x").unwrap();

@@ -238,7 +238,7 @@ impl StateFile {
             ),
         };
         // Every symbolic link to one file meets at one file, and so at one lock.
-        let real = file_identity::resolve(path)
+        let real = file_identity::resolve(path, file_identity::Folders::Create)
             .map_err(|e| io("cannot resolve it or create its folder", e))?;
         // Between the open and the lock the path may come to name another file (an earlier version's rename, a
         // deletion): lock, then check that the path still names the locked file, and start over if not.

@@ -108,7 +108,8 @@ fn unavailable(e: impl std::error::Error + Send + Sync + 'static) -> StoreError 
 }
 
 impl SqliteStore {
-    /// Opens (creating if needed) the database at `path`, and its parent folder.
+    /// Opens (creating if needed) the database at `path`. Its folder must exist, except for the default file
+    /// ([`super::StoreUrl::default_sqlite`]), whose folders are created (mode 0700).
     ///
     /// Refuses a file that can also be reached through another path (a hard link, or the file alone mounted
     /// here): WAL mode keeps its lock and index in `PATH-wal` and `PATH-shm` beside the path as spelled, so
@@ -130,7 +131,17 @@ impl SqliteStore {
                 ),
             });
         }
-        let real = file_identity::resolve(path).map_err(unavailable)?;
+        // The default file's folders are cosid's own choice, made here; a path the user named must have its folder.
+        let default = super::StoreUrl::default_sqlite()
+            .ok()
+            .is_some_and(|u| u == super::StoreUrl::Sqlite(path.to_owned()));
+        let folders = if default {
+            file_identity::Folders::Create
+        } else {
+            file_identity::Folders::MustExist
+        };
+        // A missing folder is the store not being there (yet: a volume mounted later), not a bad setting.
+        let real = file_identity::resolve(path, folders).map_err(unavailable)?;
         // Waiting for the holders of a replaced file is not a reason to fail here: the calls retry.
         let db = Db::open(path, &real)
             .map_err(|e| name_missing_files(&real, e))?
