@@ -686,3 +686,54 @@ fn a_state_path_that_is_a_folder_is_named_so() {
     assert_eq!(err.code(), "STATE_FILE", "{err}");
     assert!(err.to_string().contains("is a folder, not a file"), "{err}");
 }
+
+/// A state file replaced under a live holder (another file renamed over it): the holder notices within a nap and
+/// stops issuing, with the reason in its `SlotLost` event.
+#[test]
+fn a_state_file_replaced_under_a_live_holder_stops_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("state");
+    let clock = ManualClock::new(START);
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let seen = events.clone();
+    let rt = Runtime::builder()
+        .store(static_url(provisioned(&path, 4), 4, "2s"))
+        .namespace("static")
+        .clock(Arc::new(clock.clone()))
+        .subscribe(move |e| seen.lock().unwrap().push(e.clone()))
+        .build()
+        .unwrap();
+    rt.next_id().unwrap();
+    let copy = dir.path().join("copy");
+    std::fs::copy(&path, &copy).unwrap();
+    std::fs::rename(&copy, &path).unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let err = loop {
+        match rt.next_id() {
+            Err(e) => break e,
+            Ok(_) => {
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "still issuing on a replaced state file"
+                );
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+    };
+    assert_eq!(err.code(), "SLOT_LOST", "{err}");
+    let reasons: Vec<String> = events
+        .lock()
+        .unwrap()
+        .iter()
+        .filter_map(|e| match e {
+            Event::SlotLost { reason, .. } => Some(reason.clone()),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        reasons
+            .iter()
+            .any(|r| r.starts_with("STATE_FILE:") && r.contains("another file")),
+        "{reasons:?}"
+    );
+}
