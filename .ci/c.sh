@@ -33,6 +33,12 @@ fi
 step "build libcosid (release)"
 cargo build -p cosid-ffi --release
 
+step "exports: libcosid.so exports the cosid_* functions and nothing else (ffi/build.rs)"
+lib=${CARGO_TARGET_DIR:-target}/release/libcosid.so
+others=$(nm -D --defined-only "$lib" | awk '$NF !~ /^cosid_/ { print $NF }')
+[ -z "$others" ] || { echo "c.sh: $lib exports more than cosid_*:" $others >&2; exit 1; }
+echo "$(nm -D --defined-only "$lib" | wc -l) symbols exported, every one cosid_*"
+
 step "rust: cosid-ffi unit tests and the header check (include/cosid.h is what cbindgen generates)"
 cargo test -p cosid-ffi
 cargo clippy -p cosid-ffi --all-targets --no-deps -- -D warnings
