@@ -6,13 +6,15 @@
 #     pnpm when it installs from the registry (npx);
 #   - the C tarball into a fresh prefix, moved elsewhere afterwards (relocatable), and consumers built against it:
 #     cc with pkg-config (shared and static), CMake with find_package(cosid) (cosid::cosid and cosid::cosid_static);
-#   - the CLI tarball: `cosid --version` and ids.
+#   - the CLI tarball: `cosid --version` and ids;
+#   - the shipped .so, .node and CLI stripped, each naming its file in the debug tarball; libcosid.so exporting only
+#     cosid_*; every artefact within its budget (scripts/sizes.sh, scripts/size-budget.txt).
 # Each install prints its time. Then the registries' own checks: `twine check` and `auditwheel show` on the wheel,
 # @arethetypeswrong/cli on the npm package (tools from PyPI and npm into the temporary folder).
 #
 #     bash .ci/artefacts.sh            (after scripts/dist.sh; COSID_DIST_DIR=... for another folder than dist/)
 #
-# Needs python3 with venv, node and npm, cc, cmake, pkg-config; no server (every id comes from an SQLite file).
+# Needs python3 with venv, node and npm, cc, cmake, pkg-config, binutils; no server (every id comes from an SQLite file).
 set -euo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
 dist=${COSID_DIST_DIR:-$src/dist}
@@ -176,6 +178,23 @@ timed "tar -x (CLI)" tar -xzf "dist/cosid-cli-$version-x86_64-linux-gnu.tar.gz" 
 ids=$(COSID_STORE="sqlite://$work/cli.db" cli/bin/cosid next -n 3)
 for id in $ids; do is_id "$id"; done
 echo "cli: cosid next -n 3 gave $(echo $ids)"
+
+step "stripped, with debug files; exports; sizes"
+# The shipped .so, .node and CLI carry no symbol table, and name their debug file (.gnu_debuglink), which the debug
+# tarball holds; libcosid.so exports the cosid_* functions and nothing else.
+mkdir debug node-addon
+tar -xzf "dist/cosid-debug-$version-x86_64-linux-gnu.tar.gz" -C debug --strip-components=1
+tar -xzf "dist/cosid-linux-x64-gnu-$version.tgz" -C node-addon
+for f in "c-prefix/lib/libcosid.so.$version" node-addon/package/cosid.linux-x64-gnu.node cli/bin/cosid; do
+    if readelf -S "$f" | grep -q '\.symtab'; then echo "artefacts: $f is not stripped" >&2; exit 1; fi
+    link=$(readelf --string-dump=.gnu_debuglink "$f" 2>/dev/null | awk '/\[ *0\]/ { print $3 }')
+    [ -n "$link" ] && [ -f "debug/$link" ] || { echo "artefacts: $f names no debug file in the debug tarball ('$link')" >&2; exit 1; }
+    echo "debug: $f -> $link"
+done
+others=$(nm -D --defined-only "c-prefix/lib/libcosid.so.$version" | awk '$NF !~ /^cosid_/ { print $NF }')
+[ -z "$others" ] || { echo "artefacts: libcosid.so exports more than cosid_*:" $others >&2; exit 1; }
+echo "exports: libcosid.so exports $(nm -D --defined-only "c-prefix/lib/libcosid.so.$version" | wc -l) symbols, every one cosid_*"
+"$src/scripts/sizes.sh" dist
 
 step "registry checks: twine check, auditwheel show, @arethetypeswrong/cli"
 (cd / && python3 -m venv "$work/tools")

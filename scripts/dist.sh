@@ -10,6 +10,7 @@
 #   dist/cosid-VERSION.jar                                   Java: the jar, libcosid.so for linux-x86_64 inside
 #   dist/cosid-VERSION-sources.jar                           Java: its sources
 #   dist/cosid-go-vVERSION.zip                               Go: the module zip, as the module proxy serves it
+#   dist/cosid-debug-VERSION-x86_64-linux-gnu.tar.gz         debug info of the stripped .so, .node and CLI
 #   dist/SHA256SUMS
 #
 #     scripts/dist.sh            (COSID_DIST_DIR=... for another folder than dist/)
@@ -84,6 +85,18 @@ step() {
 rm -rf "$out" "$stage"
 mkdir -p "$out" "$stage"
 
+# What ships is stripped of its symbols and debug info; both are kept in a file of their own, NAME.debug, in the
+# debug tarball, and the stripped file names it in its .gnu_debuglink section: gdb, perf and eu-stack find it when
+# it sits beside the file or in a .debug/ folder next to it.
+debug_name=cosid-debug-$version-$triple
+debug_stage=$stage/$debug_name
+mkdir -p "$debug_stage"
+split_debug() { # file to strip in place, name of its debug file
+    objcopy --only-keep-debug "$1" "$debug_stage/$2"
+    strip --strip-all "$1"
+    objcopy --add-gnu-debuglink="$debug_stage/$2" "$1"
+}
+
 step "cargo build --release: libcosid, the Node addon, the CLI (every store)"
 # The Python module is built by maturin below, on this build: its crate adds only pyo3 to the same feature set
 # (`cargo tree -e features` shows it), so the core and every shared dependency are compiled once. It is left out
@@ -118,7 +131,7 @@ main_pkg=$stage/node/cosid
 mkdir -p "$platform_pkg" "$main_pkg"
 cp bindings/node/npm/$node_platform/package.json bindings/node/npm/$node_platform/README.md "$platform_pkg/"
 cp "$release/libcosid_node.so" "$platform_pkg/cosid.$node_platform.node"
-strip --strip-debug "$platform_pkg/cosid.$node_platform.node"
+split_debug "$platform_pkg/cosid.$node_platform.node" "cosid.$node_platform.node.debug"
 cp bindings/node/package.json bindings/node/README.md bindings/node/index.js bindings/node/index.mjs \
     bindings/node/index.d.ts bindings/node/index.d.mts bindings/node/platform.js "$main_pkg/"
 cp LICENSE-MIT LICENSE-APACHE "$platform_pkg/"
@@ -142,14 +155,15 @@ c_name=libcosid-$version-$triple
 PREFIX="$stage/$c_name" COSID_SKIP_BUILD=1 scripts/install-c.sh >/dev/null
 mkdir -p "$stage/$c_name/share/doc/cosid"
 cp LICENSE-MIT LICENSE-APACHE README.md "$stage/$c_name/share/doc/cosid/"
-strip --strip-debug "$stage/$c_name/lib/libcosid.so.$version" "$stage/$c_name/lib/libcosid.a"
+split_debug "$stage/$c_name/lib/libcosid.so.$version" "libcosid.so.$version.debug"
+strip --strip-debug "$stage/$c_name/lib/libcosid.a"
 tar -C "$stage" --owner=0 --group=0 --numeric-owner -czf "$out/$c_name.tar.gz" "$c_name"
 
 step "CLI: the cosid binary (every store)"
 cli_name=cosid-cli-$version-$triple
 mkdir -p "$stage/$cli_name/bin"
 install -m 755 "$release/cosid" "$stage/$cli_name/bin/cosid"
-strip --strip-debug "$stage/$cli_name/bin/cosid"
+split_debug "$stage/$cli_name/bin/cosid" cosid.debug
 cp LICENSE-MIT LICENSE-APACHE README.md "$stage/$cli_name/"
 # Shell completions and man pages, made by the binary from its own definitions (`cosid generate`).
 cli_share=$stage/$cli_name/share
@@ -165,8 +179,16 @@ tar -C "$stage" --owner=0 --group=0 --numeric-owner -czf "$out/$cli_name.tar.gz"
 step "Java: the jar (libcosid.so for linux-x86_64 inside) and its sources jar"
 bash bindings/java/dist.sh "$out"
 
+step "debug info: the debug files of the stripped libcosid.so, Node addon and CLI"
+# The wheel's module is stripped by maturin (`strip` in bindings/python/pyproject.toml): its debug info is not kept.
+cp LICENSE-MIT LICENSE-APACHE "$debug_stage/"
+tar -C "$stage" --owner=0 --group=0 --numeric-owner -czf "$out/$debug_name.tar.gz" "$debug_name"
+
 step "Go: the module zip (github.com/cosid-rs/cosid/bindings/go)"
 bash bindings/go/dist.sh "$out"
+
+step "sizes (budgets in scripts/size-budget.txt; .ci/artefacts.sh fails past one)"
+scripts/sizes.sh "$out" || echo "dist: an artefact is past its budget (above); .ci/artefacts.sh will fail" >&2
 
 step "checksums"
 (cd "$out" && sha256sum -- * > SHA256SUMS && cat SHA256SUMS)
