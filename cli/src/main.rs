@@ -35,7 +35,7 @@ enum Command {
     Status(commands::status::Args),
     /// Create the store's schema
     Init(commands::init::Args),
-    /// Lift the namespace (or a static state file) past every timestamp of a machine-id (4.x) deployment
+    /// Lift the namespace (or a static state file) past every timestamp of a machine-id deployment (CosId 1.x, 2.x)
     Migrate(commands::migrate::Args),
     /// Serve the lease API over HTTP in front of the store (the `http://` store's server)
     Serve(serve::Args),

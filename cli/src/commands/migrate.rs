@@ -1,4 +1,4 @@
-//! `cosid migrate`: lift a namespace (or a static slot's state file) past every timestamp a machine-id (4.x)
+//! `cosid migrate`: lift a namespace (or a static slot's state file) past every timestamp a machine-id (CosId 1.x, 2.x)
 //! deployment used, so that no old id can be repeated.
 
 use super::{namespace, OpenStore};
