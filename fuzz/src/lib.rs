@@ -369,8 +369,8 @@ thread_local! {
     static STATE_DIR: tempfile::TempDir = tempfile::tempdir().expect("temporary folder");
 }
 
-/// State file decoding: `StateFile::open` on arbitrary file content refuses what is not a record it wrote; a
-/// record it reads writes back to the same record.
+/// State file decoding: `StateFile::open` on arbitrary file content refuses what is not a record it wrote (an empty
+/// file is a new one, with no record); a record it reads writes back to the same record.
 pub fn state_file(data: &[u8]) {
     STATE_DIR.with(|dir| {
         let path = dir.path().join("state");
@@ -379,7 +379,15 @@ pub fn state_file(data: &[u8]) {
         let Ok((file, record)) = opened else {
             return;
         };
-        let record = record.expect("the file exists");
+        // An empty file is a new one, with no record yet (as a missing one); any other content is a record.
+        let Some(record) = record else {
+            assert!(
+                data.is_empty(),
+                "{:?} read as no record",
+                String::from_utf8_lossy(data)
+            );
+            return;
+        };
         file.write(record).expect("write the state file back");
         drop(file);
         let (_, again) = cosid::static_slot::StateFile::open(&path).expect("reopen what it wrote");
