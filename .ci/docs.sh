@@ -3,7 +3,9 @@
 #
 # 1. every internal link and anchor of the built site (scripts/check-book-links.py: no network; a link to a
 #    missing page or a missing #anchor fails, named);
-# 2. the command lines of the start page (docs/start.md): every line of its ```sh blocks that starts with `cosid `
+# 2. the lists of stores, settings and error codes of docs/reference.md (README.md's tables), docs/faq.md, the
+#    language pages and docs/stores.md, against the code's own tables (scripts/check-docs-tables.py);
+# 3. the command lines of the start page (docs/start.md): every line of its ```sh blocks that starts with `cosid `
 #    (but `cosid serve`, which runs until stopped) runs against the built CLI, in a temporary state folder with
 #    its own SQLite store. The CLI is COSID_DOCS_CLI, else target/release/cosid, else target/debug/cosid; with
 #    none, this part is skipped and says so (this script builds nothing but the site).
@@ -22,15 +24,10 @@ t1=$(date +%s)
 python3 scripts/check-book-links.py "$root/target/book"
 echo "docs: link check took $(($(date +%s) - t1)) s" >&2
 
-# Every error code of the code's own list (ErrorCode::name in core/src/host/code.rs) has its place in the FAQ.
-missing=""
-for code in $(sed -n 's/^ *ErrorCode::[A-Za-z0-9]* => "\([A-Z0-9_]*\)",$/\1/p' core/src/host/code.rs | sort -u); do
-    grep -q "\`$code\`" docs/faq.md || missing="$missing $code"
-done
-if [ -n "$missing" ]; then
-    echo "docs: error codes of core/src/host/code.rs missing from docs/faq.md:$missing" >&2
-    exit 1
-fi
+# The docs' lists of stores, settings and error codes against the code's own tables (parsed from core/src: the
+# scheme match of store/url.rs, host/settings.rs's SETTINGS, host/code.rs's ErrorCode): a store, setting or code
+# missing from a page that lists them, or one the code does not have, fails, named.
+python3 scripts/check-docs-tables.py
 
 # The start page's C, Python and JavaScript samples, checked for syntax with the tool of each (the C sample against
 # the committed include/cosid.h); a tool that is missing is skipped and said. (The Rust, Java and Go samples are
