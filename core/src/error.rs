@@ -15,6 +15,13 @@ pub enum Error {
         /// The slot that was lost.
         slot: u32,
     },
+    /// A static slot's state file was deleted or replaced under its holder: no id is issued on the slot any more,
+    /// and no other slot is taken (a static slot is the operator's to assign). Code `SLOT_LOST`, as a lost lease.
+    #[error("the state file of static slot {slot} was deleted or replaced; no id is issued on it any more (restart the process once the state file is back in place)")]
+    StateFileLost {
+        /// The static slot.
+        slot: u32,
+    },
     /// The clock is past the window's ceiling and no renewal extended it in time.
     #[error("the lease window is closed: the clock reads {now_ms} ms, past the ceiling {ceiling_ms} ms, and no renewal came within {waited_ms} ms")]
     WindowClosed {

@@ -24,6 +24,7 @@ const REASON_NONE: u8 = 0;
 const REASON_SEALED: u8 = 1;
 const REASON_LOST: u8 = 2;
 const REASON_FORKED: u8 = 3;
+const REASON_STATE_FILE: u8 = 4;
 
 /// How long a call may wait before it gives up.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -358,6 +359,12 @@ impl Generator {
         self.close(REASON_LOST)
     }
 
+    /// Stops issuing because a static slot's state file is gone (deleted or replaced): ids fail with
+    /// [`Error::StateFileLost`] until the shutdown.
+    pub fn invalidate_state_file(&self) -> Option<u64> {
+        self.close(REASON_STATE_FILE)
+    }
+
     /// Stops issuing for good (shutdown). After it returns no thread can return an id, and the returned value is
     /// the exact last millisecond used (the last millisecond of the last issued tick), or `None` if none.
     pub fn seal(&self) -> Option<u64> {
@@ -403,6 +410,9 @@ impl Generator {
             },
             REASON_FORKED => Error::Closed {
                 reason: "this process was forked from the runtime's owner; start a new runtime",
+            },
+            REASON_STATE_FILE => Error::StateFileLost {
+                slot: (((w & !CLOSED) >> self.slot_shift) & self.layout.max_slot()) as u32,
             },
             _ => Error::SlotLost {
                 slot: (((w & !CLOSED) >> self.slot_shift) & self.layout.max_slot()) as u32,

@@ -656,7 +656,7 @@ impl StaticKeeper {
         mut stop: watch::Receiver<bool>,
         why: &Error,
     ) -> Option<u64> {
-        shared.generator.invalidate();
+        shared.generator.invalidate_state_file();
         shared.set_state(State::Closed);
         shared.emit(Event::SlotLost {
             slot: self.spec.slot,

@@ -721,6 +721,12 @@ fn a_state_file_replaced_under_a_live_holder_stops_it() {
         }
     };
     assert_eq!(err.code(), "SLOT_LOST", "{err}");
+    // Not the lease's "a new slot is being acquired": a static holder takes no other slot.
+    assert!(
+        matches!(err, cosid::Error::StateFileLost { slot: 4 }),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("state file"), "{err}");
     let reasons: Vec<String> = events
         .lock()
         .unwrap()

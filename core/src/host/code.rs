@@ -166,7 +166,9 @@ impl ErrorCode {
             ErrorCode::Config => "invalid configuration",
             ErrorCode::Layout => "invalid id layout",
             ErrorCode::InvalidId => "invalid id, or text that is not the canonical form of an id",
-            ErrorCode::SlotLost => "the lease was lost; a new slot is being acquired",
+            ErrorCode::SlotLost => {
+                "the slot was lost (a lease: a new slot is being acquired; a static slot: its state file is gone)"
+            }
             ErrorCode::WindowClosed => "the lease window is closed: the clock passed its ceiling",
             ErrorCode::BeforeWindow => "the host clock has not reached the lease window yet",
             ErrorCode::ClockMovedBackwards => "the clock moved backwards too far",
@@ -187,7 +189,7 @@ impl ErrorCode {
     /// The code of a core error. Exhaustive on purpose: a new error variant does not compile until it has a code.
     pub fn of(e: &CoreError) -> ErrorCode {
         match e {
-            CoreError::SlotLost { .. } => ErrorCode::SlotLost,
+            CoreError::SlotLost { .. } | CoreError::StateFileLost { .. } => ErrorCode::SlotLost,
             CoreError::WindowClosed { .. } => ErrorCode::WindowClosed,
             CoreError::BeforeWindow { .. } => ErrorCode::BeforeWindow,
             CoreError::ClockMovedBackwards { .. } => ErrorCode::ClockMovedBackwards,
