@@ -31,10 +31,15 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 step "build libcosid (release)"
-cargo build -p cosid-ffi --release
+# scripts/dist.sh's build when it ran in this target folder (for glibc 2.17, with Zig: release_run gives cargo its
+# environment, so cargo finds that build fresh instead of building it again natively), else a native one.
+# shellcheck source=scripts/release-env.sh
+. scripts/release-env.sh
+release_run cargo build -p cosid-ffi --release
+release_link
 
 step "exports: libcosid.so exports the cosid_* functions and nothing else (ffi/build.rs)"
-lib=${CARGO_TARGET_DIR:-target}/release/libcosid.so
+lib=$release_dir/libcosid.so
 others=$(nm -D --defined-only "$lib" | awk '$NF !~ /^cosid_/ { print $NF }')
 [ -z "$others" ] || { echo "c.sh: $lib exports more than cosid_*:" $others >&2; exit 1; }
 echo "$(nm -D --defined-only "$lib" | wc -l) symbols exported, every one cosid_*"
@@ -44,7 +49,9 @@ cargo test -p cosid-ffi
 cargo clippy -p cosid-ffi --all-targets --no-deps -- -D warnings
 
 step "C tests: header alone, plain, ASan+UBSan, valgrind, static"
-make -C tests/c check
+# The Makefile's own `cargo build --release`, in the same environment, is a no-op; it links the tests against the
+# library of $release_dir.
+release_run make -C tests/c check LIBDIR="$release_dir"
 
 step "install into a temporary prefix, and build the example with pkg-config"
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/cosid-c-ci.XXXXXX")

@@ -86,17 +86,23 @@ out="${COSID_CHAOS_OUT:-${TMPDIR:-/tmp}/cosid-chaos}"
 mkdir -p "$out"
 
 log "building the harness (release)"
-cargo build --release -p cosid-chaos
-cargo test --release -p cosid-chaos
+# In the environment of scripts/dist.sh's build (glibc 2.17, Zig; scripts/release-env.sh) when it ran in this target
+# folder: the core and the dependencies it compiled are reused, as a native build reuses a native one.
+root=$PWD
+# shellcheck source=scripts/release-env.sh
+. scripts/release-env.sh
+release_run cargo build --release -p cosid-chaos
+release_run cargo test --release -p cosid-chaos
 
-bin=target/release/cosid-chaos
+bin=$release_dir/cosid-chaos
 status=0
 
 # The serve runs start `cosid serve` replicas: scripts/dist.sh's build, else one made here.
-COSID_BIN="${COSID_BIN:-$PWD/target/release/cosid}"
+COSID_BIN="${COSID_BIN:-$release_target_dir/release/cosid}"
 if [ ! -x "$COSID_BIN" ]; then
     log "building cosid (release) for the serve runs"
-    cargo build --release -q -p cosid-cli
+    release_run cargo build --release -q -p cosid-cli
+    release_link
 fi
 export COSID_BIN
 

@@ -17,10 +17,13 @@ root=$PWD
 
 log() { echo "dashboard.sh: $*" >&2; }
 
-bin="${COSID_BIN:-$root/target/release/cosid}"
+# shellcheck source=scripts/release-env.sh
+. "$root/scripts/release-env.sh"
+bin="${COSID_BIN:-$release_target_dir/release/cosid}"
 if [ ! -x "$bin" ]; then
     log "building the cosid command (release)"
-    cargo build --release -q -p cosid-cli
+    release_run cargo build --release -q -p cosid-cli
+    release_link
 fi
 if ! command -v chromium >/dev/null 2>&1; then
     log "installing chromium"

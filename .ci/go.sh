@@ -67,8 +67,12 @@ if [ -f "$tarball" ]; then
     prefix=$tmp/libcosid-$version-x86_64-linux-gnu
     echo "using $tarball"
 else
+    # scripts/dist.sh's build (glibc 2.17, Zig), else one made here in its environment (scripts/release-env.sh).
+    # shellcheck source=scripts/release-env.sh
+    . "$root/scripts/release-env.sh"
     if [ ! -f "$target/release/libcosid.so" ] || [ ! -f "$target/release/libcosid.a" ]; then
-        cargo build --release -p cosid-ffi
+        release_run cargo build --release -p cosid-ffi
+        release_link
     fi
     prefix=$tmp/prefix
     PREFIX="$prefix" COSID_SKIP_BUILD=1 scripts/install-c.sh >/dev/null

@@ -51,9 +51,13 @@ java -version 2>&1 | sed -n 1p
 mvn -B -v 2>/dev/null | sed -n 1p
 
 step "libcosid (release)"
-lib=$target/release/libcosid.so
+# scripts/dist.sh's build (glibc 2.17, Zig), else one made here in its environment (scripts/release-env.sh).
+# shellcheck source=scripts/release-env.sh
+. "$root/scripts/release-env.sh"
+lib=$release_dir/libcosid.so
 if [ ! -f "$lib" ]; then
-    cargo build --release -p cosid-ffi
+    release_run cargo build --release -p cosid-ffi
+    release_link
 fi
 native=$target/java-native
 mkdir -p "$native"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds every release artefact into dist/ from a checkout, with ONE release build of the Rust code:
 #
-#   dist/cosid-VERSION-cp39-abi3-manylinux_2_X_x86_64.whl    Python, abi3 wheel (CPython 3.9 and later)
+#   dist/cosid-VERSION-cp39-abi3-manylinux_2_17_x86_64.manylinux2014_x86_64.whl
+#                                                            Python, abi3 wheel (CPython 3.9 and later)
 #   dist/cosid-VERSION.tar.gz                                Python sdist (builds from source: needs Rust)
 #   dist/cosid-VERSION.tgz                                   npm: the package (loader, types; no install script)
 #   dist/cosid-linux-x64-gnu-VERSION.tgz                     npm: its platform package, the prebuilt addon
@@ -15,20 +16,29 @@
 #
 #     scripts/dist.sh            (COSID_DIST_DIR=... for another folder than dist/)
 #
-# `cargo build --release` builds the C library, the Node addon and the CLI in one go (one core, every store);
-# maturin builds the Python module's own crate (and pyo3) on top of it, and npm and tar only package. Needs the
-# Rust toolchain, protoc (etcd's client), Python 3.9+ with venv, Node 20+ with npm, objdump, a JDK 22+ and Maven
-# (the jar). maturin comes from PyPI into target/dist-tools (pinned below), reused by later runs. docs/install.md
-# says what each artefact is.
+# Every binary is for x86_64 Linux with glibc 2.17 or newer (RHEL/CentOS 7, Ubuntu 14.04, Debian 8, Amazon Linux 2
+# and later): `cargo zigbuild --target x86_64-unknown-linux-gnu.2.17` builds the C library, the Node addon and the
+# CLI in one go (every store) with Zig as the C compiler and linker, against glibc 2.17's symbols; maturin builds the
+# Python module's own crate (and pyo3) on top of it, in the same environment (scripts/release-env.sh), and npm and tar
+# only package. The build's files are in target/x86_64-unknown-linux-gnu/release, hard-linked into target/release
+# for the steps that read them there. Needs the Rust toolchain, a C compiler (build scripts), protoc (etcd's client),
+# Python 3.9+ with venv, Node 20+ with npm, binutils, a JDK 22+ and Maven (the jar). maturin and Zig (the ziglang
+# package) come from PyPI and cargo-zigbuild from crates.io into target/dist-tools (pinned below), reused by later
+# runs. docs/install.md says what each artefact is and where it runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 export CARGO_TERM_COLOR=never
 
 MATURIN_VERSION=1.16.0
+CARGO_ZIGBUILD_VERSION=0.24.1
+ZIG_VERSION=0.15.2
 out=${COSID_DIST_DIR:-$root/dist}
 target=${CARGO_TARGET_DIR:-$root/target}
-release=$target/release
+# shellcheck source=scripts/release-env.sh
+. scripts/release-env.sh
+release=$release_target_dir/$release_triple/release
+tools=$target/dist-tools
 stage=$target/dist-stage
 version=$(sed -n '/^\[workspace.package\]/,/^\[/s/^version = "\(.*\)"$/\1/p' Cargo.toml)
 [ -n "$version" ] || { echo "dist: no version in [workspace.package] of Cargo.toml" >&2; exit 1; }
@@ -46,7 +56,7 @@ need() { # tool, Debian package
 }
 need cargo "cargo if it is Rust 1.89 or newer; else rustup from https://rustup.rs"
 need rustc "rustc if it is 1.89 or newer; else rustup from https://rustup.rs"
-need cc "gcc (the bundled SQLite and ring are C)"
+need cc "gcc (build scripts; the bundled SQLite and ring are compiled by Zig)"
 need protoc "protobuf-compiler (etcd's client)"
 need python3 "python3"
 need node "nodejs (20 or newer)"
@@ -97,7 +107,62 @@ split_debug() { # file to strip in place, name of its debug file
     objcopy --add-gnu-debuglink="$debug_stage/$2" "$1"
 }
 
-step "cargo build --release: libcosid, the Node addon, the CLI (every store)"
+step "tools: maturin and Zig (PyPI), cargo-zigbuild (crates.io), into $tools"
+# Installed once, reused by later runs while the pinned versions match.
+[ -x "$tools/bin/python" ] || python3 -m venv "$tools"
+if ! "$tools/bin/maturin" --version 2>/dev/null | grep -qx "maturin $MATURIN_VERSION" ||
+    [ "$("$tools/bin/python" -m ziglang version 2>/dev/null)" != "$ZIG_VERSION" ]; then
+    "$tools/bin/python" -m pip install -q "maturin==$MATURIN_VERSION" "ziglang==$ZIG_VERSION"
+fi
+if ! "$tools/bin/cargo-zigbuild" --version 2>/dev/null | grep -qx "cargo-zigbuild $CARGO_ZIGBUILD_VERSION"; then
+    # Its own target folder, removed after: not the release build's.
+    cargo install -q --locked cargo-zigbuild --version "$CARGO_ZIGBUILD_VERSION" --root "$tools" \
+        --target-dir "$tools/build"
+    rm -rf "$tools/build"
+fi
+# cargo-zigbuild runs Zig as `python -m ziglang` with the venv's Python, and keeps its wrappers (zigcc-*.sh, which
+# the recorded environment names) under the target folder.
+export CARGO_ZIGBUILD_PYTHON_PATH=$tools/bin/python
+export CARGO_ZIGBUILD_CACHE_DIR=$tools/zigbuild-cache
+# The linker: cargo-zigbuild's `zig cc` wrapper (CC_x86_64_unknown_linux_gnu, which it sets), with one argument made
+# into something Zig can do. ffi/build.rs and bindings/node/build.rs link with `-Wl,-z,start-stop-visibility=hidden`
+# (linkme's __start_/__stop_ symbols not exported), and Zig's linker driver refuses every `-z` it does not know. So
+# the library is linked without it; if it then exports __start_/__stop_ symbols, it is linked again with a small
+# object that references each of them as hidden, and lld gives a symbol the strictest visibility of its references.
+cat >"$tools/zig-link.sh" <<'SH'
+#!/usr/bin/env bash
+# The release build's linker (scripts/dist.sh): cargo-zigbuild's zig cc, without -z start-stop-visibility=hidden,
+# which it does by other means.
+set -euo pipefail
+zigcc=${CC_x86_64_unknown_linux_gnu:?the zig cc wrapper of cargo-zigbuild}
+args=() hide=0 out="" prev=""
+for a in "$@"; do
+    if [ "$a" = -Wl,-z,start-stop-visibility=hidden ]; then hide=1; continue; fi
+    [ "$prev" != -o ] || out=$a
+    args+=("$a")
+    prev=$a
+done
+"$zigcc" "${args[@]}"
+[ "$hide" = 1 ] && [ -n "$out" ] || exit 0
+syms=$(nm -D --defined-only "$out" | awk '$NF ~ /^__(start|stop)_/ { print $NF }')
+[ -n "$syms" ] || exit 0
+c=$out.start-stop-hidden.c
+{
+    for s in $syms; do echo "extern char $s[] __attribute__((visibility(\"hidden\")));"; done
+    echo "__attribute__((used)) static void *const cosid_start_stop_hidden[] = {"
+    for s in $syms; do echo "    $s,"; done
+    echo "};"
+} >"$c"
+"$zigcc" -c -fPIC -o "$c.o" "$c"
+"$zigcc" "${args[@]}" "$c.o"
+rm -f "$c" "$c.o"
+SH
+chmod +x "$tools/zig-link.sh"
+export CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_LINKER=$tools/zig-link.sh
+"$tools/bin/cargo-zigbuild" --version
+echo "zig $("$tools/bin/python" -m ziglang version)"
+
+step "cargo zigbuild --release (glibc $release_glibc): libcosid, the Node addon, the CLI (every store)"
 # The Python module is built by maturin below, on this build: its crate adds only pyo3 to the same feature set
 # (`cargo tree -e features` shows it), so the core and every shared dependency are compiled once. It is left out
 # here because maturin builds pyo3 with its own environment: building it here too would rebuild pyo3 each time.
@@ -107,21 +172,64 @@ step "cargo build --release: libcosid, the Node addon, the CLI (every store)"
 typedefs=$target/napi-type-def
 rm -rf "$typedefs"
 mkdir -p "$typedefs"
+# cargo-zigbuild runs cargo with Zig's wrappers as CC_x86_64_unknown_linux_gnu and the target's linker (and a few
+# more variables): cargo here is a stand-in that writes down the environment it was given, then runs cargo. Its
+# difference from this script's environment, with the three variables above, becomes $release_env: the later steps
+# run their `cargo build --release` in it (release_run), and find this build fresh.
+rm -f "$release_env"
+mkdir -p "$(dirname "$release_env")"
+recorder=$tools/record-cargo.sh
+cat >"$recorder" <<'SH'
+#!/bin/sh
+# cargo, as cargo-zigbuild runs it (scripts/dist.sh): writes down the environment of `cargo build`, then is cargo.
+[ "$1" != build ] || env -0 >"$COSID_RECORD_ENV.after"
+exec "$COSID_REAL_CARGO" "$@"
+SH
+chmod +x "$recorder"
+zigbuild() {
+    env -0 >"$release_env.before"
+    COSID_RECORD_ENV=$release_env COSID_REAL_CARGO=$(command -v cargo) CARGO=$recorder \
+        "$tools/bin/cargo-zigbuild" zigbuild "$@"
+}
 NAPI_TYPE_DEF_TMP_FOLDER=$typedefs NAPI_FORCE_BUILD_COSID_NODE=$(date +%s%N) \
-    cargo build --release --locked -p cosid-ffi -p cosid-node -p cosid-cli --features cosid-cli/stores
+    zigbuild --release --locked --target "$release_triple.$release_glibc" \
+    -p cosid-ffi -p cosid-node -p cosid-cli --features cosid-cli/stores
 [ -s "$typedefs/cosid-node" ] || { echo "dist: the addon's build left no type definitions in $typedefs" >&2; exit 1; }
+"$tools/bin/python" - "$release_env" <<'PY'
+import os, shlex, sys
+out = sys.argv[1]
+def read(path):
+    with open(path, "rb") as f:
+        return dict(e.split(b"=", 1) for e in f.read().split(b"\0") if b"=" in e)
+before, after = read(out + ".before"), read(out + ".after")
+skip = (b"COSID_RECORD_ENV", b"COSID_REAL_CARGO", b"NAPI_TYPE_DEF_TMP_FOLDER", b"NAPI_FORCE_BUILD_COSID_NODE", b"_")
+keep = {k: v for k, v in after.items() if before.get(k) != v and k not in skip}
+for k in (b"CARGO_ZIGBUILD_PYTHON_PATH", b"CARGO_ZIGBUILD_CACHE_DIR", b"CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_LINKER"):
+    keep[k] = after[k]
+with open(out, "w") as f:
+    f.write("# The environment cargo-zigbuild gave cargo for the release build (scripts/dist.sh, scripts/release-env.sh)\n")
+    for k, v in sorted(keep.items()):
+        f.write(f"{k.decode()}={shlex.quote(v.decode())}\n")
+os.remove(out + ".before"), os.remove(out + ".after")
+PY
+echo "dist: the zig environment, for the later steps ($release_env):"
+sed 's/^/    /' "$release_env"
+release_dir=$release_zig_dir
+release_link
 
-step "Python: abi3 wheel (maturin, manylinux tag from the symbols the module uses) and sdist"
-tools=$target/dist-tools
-if ! "$tools/bin/maturin" --version 2>/dev/null | grep -qx "maturin $MATURIN_VERSION"; then
-    rm -rf "$tools"
-    python3 -m venv "$tools"
-    "$tools/bin/python" -m pip install -q "maturin==$MATURIN_VERSION"
-fi
-# Same profile, features and target folder as the build above: the core and every dependency are reused.
-# `--compatibility manylinux_2_34` fails the build if the module needs a newer glibc than the tag says.
-"$tools/bin/maturin" build --release --locked --manifest-path bindings/python/Cargo.toml \
-    --compatibility manylinux_2_34 --out "$out"
+step "Python: abi3 wheel (maturin, manylinux_2_17 checked from the symbols the module uses) and sdist"
+# Same profile, features, target, target folder and zig environment as the build above (release_run): the core and
+# every dependency are reused. Not `maturin --zig`: its zig wrappers are other files than cargo-zigbuild's, and cargo
+# would compile every C dependency, then everything above them, again. `--compatibility manylinux_2_17` fails the
+# build if the module needs a newer glibc than the tag says.
+release_run "$tools/bin/maturin" build --release --locked --manifest-path bindings/python/Cargo.toml \
+    --target "$release_triple" --compatibility "manylinux_${release_glibc/./_}" --out "$out"
+# maturin names the two tags legacy first (manylinux2014_x86_64.manylinux_2_17_x86_64); auditwheel, and so most
+# wheels on PyPI, the other way round. The order in a file name means nothing to pip or PyPI, and this one keeps
+# `cosid-VERSION-cp39-abi3-manylinux_*_x86_64.whl` finding it.
+for wheel in "$out"/cosid-*-manylinux2014_x86_64.manylinux_2_17_x86_64.whl; do
+    [ ! -e "$wheel" ] || mv "$wheel" "${wheel/manylinux2014_x86_64.manylinux_2_17_x86_64/manylinux_2_17_x86_64.manylinux2014_x86_64}"
+done
 "$tools/bin/maturin" sdist --manifest-path bindings/python/Cargo.toml --out "$out"
 
 step "Node: the platform package with the prebuilt addon, and the package (npm pack)"

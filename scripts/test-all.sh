@@ -87,8 +87,10 @@ if [ "${COSID_KEEP_TEST_BUILD:-0}" != 1 ]; then
     rm -rf "${CARGO_TARGET_DIR:-target}/debug"
 fi
 
-step "dist: one release build (C library, Python module, Node addon, CLI) packaged into dist/"
-# The C, Python and Node steps below use this build (cargo finds it fresh) and test the artefacts it made.
+step "dist: one release build for glibc 2.17 (C library, Python module, Node addon, CLI) packaged into dist/"
+# The C, Python and Node steps below use this build and test the artefacts it made: it is cargo-zigbuild's, for the
+# target x86_64-unknown-linux-gnu, and the steps that build with cargo run it in the environment dist.sh recorded
+# (scripts/release-env.sh), so cargo finds it fresh; its files are hard-linked into target/release for the others.
 bash scripts/dist.sh
 
 # `cosid serve` from that build, in front of an SQLite file: the C, Python and Node store tests run through it

@@ -20,13 +20,16 @@ port="${COSID_SERVE_PORT:-18080}"
 dir="${COSID_SERVE_DIR:-${TMPDIR:-/tmp}/cosid-serve-$port}"
 store="${COSID_SERVE_STORE:-sqlite://$dir/leases.db}"
 url="http://127.0.0.1:$port"
-bin="${COSID_BIN:-$root/target/release/cosid}"
+# shellcheck source=scripts/release-env.sh
+. "$root/scripts/release-env.sh"
+bin="${COSID_BIN:-$release_target_dir/release/cosid}"
 
 log() { echo "serve.sh: $*" >&2; }
 
 if [ ! -x "$bin" ]; then
     log "building the cosid command (release, every store)"
-    cargo build --release -q --locked -p cosid-cli --features cosid-cli/stores >&2
+    release_run cargo build --release -q --locked -p cosid-cli --features cosid-cli/stores >&2
+    release_link
 fi
 
 mkdir -p "$dir"
