@@ -8,14 +8,19 @@
 #     cc with pkg-config (shared and static), CMake with find_package(cosid) (cosid::cosid and cosid::cosid_static);
 #   - the CLI tarball: `cosid --version` and ids;
 #   - the shipped .so, .node and CLI stripped, each naming its file in the debug tarball; libcosid.so exporting only
-#     cosid_*; every artefact within its budget (scripts/sizes.sh, scripts/size-budget.txt).
-# Each install prints its time. Then the registries' own checks: `twine check` and `auditwheel show` on the wheel,
-# @arethetypeswrong/cli on the npm package (tools from PyPI and npm into the temporary folder).
+#     cosid_*; every artefact within its budget (scripts/sizes.sh, scripts/size-budget.txt);
+#   - glibc 2.17 as the floor of every binary that ships: the CLI, libcosid.so (in the C tarball and in the jar), the
+#     Node addon and the wheel's module need no glibc symbol version past GLIBC_2.17 (`objdump -T`), and libcosid.a
+#     no symbol that glibc 2.17 lacks (scripts/check-glibc.sh).
+# Each install prints its time. Then the registries' own checks: `twine check` and `auditwheel show` on the wheel
+# (which must find it consistent with manylinux_2_17), @arethetypeswrong/cli on the npm package (tools from PyPI
+# and npm into the temporary folder).
 #
 #     bash .ci/artefacts.sh            (after scripts/dist.sh; COSID_DIST_DIR=... for another folder than dist/)
 #
 # Needs python3 with venv, node and npm, cc, cmake, pkg-config, binutils; no server (every id comes from an SQLite file).
 set -euo pipefail
+AUDITWHEEL_VERSION=6.8.2
 src=$(cd "$(dirname "$0")/.." && pwd)
 dist=${COSID_DIST_DIR:-$src/dist}
 [ -f "$dist/SHA256SUMS" ] || { echo "artefacts: no $dist/SHA256SUMS: run scripts/dist.sh first" >&2; exit 1; }
@@ -196,11 +201,35 @@ others=$(nm -D --defined-only "c-prefix/lib/libcosid.so.$version" | awk '$NF !~ 
 echo "exports: libcosid.so exports $(nm -D --defined-only "c-prefix/lib/libcosid.so.$version" | wc -l) symbols, every one cosid_*"
 "$src/scripts/sizes.sh" dist
 
+step "glibc 2.17: the highest glibc symbol version each shipped binary needs"
+glibc_floor=2.17
+mkdir wheel-files jar-files
+python3 - "$wheel" wheel-files dist/cosid-"$version".jar jar-files <<'PY'
+import sys, zipfile
+for archive, dest in zip(sys.argv[1::2], sys.argv[2::2]):
+    with zipfile.ZipFile(archive) as z:
+        for name in z.namelist():
+            if name.endswith(".so"):
+                print(archive, "->", name)
+                z.extract(name, dest)
+PY
+mapfile -t wheel_so < <(find wheel-files jar-files -name '*.so' | sort)
+[ ${#wheel_so[@]} -ge 2 ] || { echo "artefacts: no .so in the wheel or the jar" >&2; exit 1; }
+"$src/scripts/check-glibc.sh" "$glibc_floor" "c-prefix/lib/libcosid.so.$version" c-prefix/lib/libcosid.a \
+    node-addon/package/cosid.linux-x64-gnu.node cli/bin/cosid "${wheel_so[@]}"
+case $wheel in
+*manylinux_2_17_x86_64*) echo "glibc: the wheel is tagged manylinux_2_17 (${wheel#dist/})" ;;
+*) echo "artefacts: the wheel is not tagged manylinux_2_17: ${wheel#dist/}" >&2; exit 1 ;;
+esac
+
 step "registry checks: twine check, auditwheel show, @arethetypeswrong/cli"
 (cd / && python3 -m venv "$work/tools")
-tools/bin/python -m pip install -q twine auditwheel
+tools/bin/python -m pip install -q twine "auditwheel==$AUDITWHEEL_VERSION"
 tools/bin/twine check --strict "$wheel" "dist/cosid-$version.tar.gz"
-tools/bin/auditwheel show "$wheel"
+tools/bin/auditwheel show "$wheel" | tee auditwheel.txt
+# auditwheel reads the module's symbols itself: the most compatible tag it finds must be manylinux_2_17's.
+tr -s ' \n' ' ' <auditwheel.txt | grep -q 'consistent with the following platform tag: "manylinux_2_17_x86_64"' ||
+    { echo "artefacts: auditwheel does not find the wheel consistent with manylinux_2_17_x86_64" >&2; exit 1; }
 if npx --yes @arethetypeswrong/cli --version >/dev/null 2>&1; then
     npx --yes @arethetypeswrong/cli --no-color --profile node16 "dist/cosid-$version.tgz"
 else
