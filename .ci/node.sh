@@ -92,6 +92,14 @@ if [ -n "$platform_tgz" ]; then
   addon=$pkg/cosid.$(node -p "require('./platform.js').platformName()").node
   tar -xOzf "$platform_tgz" "package/$(basename "$addon")" > "$addon.tmp"
   mv "$addon.tmp" "$addon"
+  # The addon exports napi-rs's entry points only: not linkme's __start_/__stop_ section symbols
+  # (bindings/node/build.rs hides them, as ffi/build.rs does for libcosid.so).
+  others=$(nm -D --defined-only "$addon" | awk '$NF !~ /^(napi_|node_api_)/ { print $NF }')
+  if [ -n "$others" ]; then
+    echo "node: the addon exports symbols that are not napi_* or node_api_*:" $others >&2
+    exit 1
+  fi
+  echo "node: the addon exports $(nm -D --defined-only "$addon" | wc -l) symbols, every one napi_* or node_api_*"
 else
   step "node: no dist/ (scripts/dist.sh): the tests use a build from this checkout"
   [ "${COSID_NODE_DTS_CHECK:-1}" != 0 ] || node scripts/build.js

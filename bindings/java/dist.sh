@@ -21,7 +21,9 @@ lib=$target/release/libcosid.so
 native=$target/java-native
 mkdir -p "$native"
 cp "$lib" "$native/libcosid.so"
-strip --strip-debug "$native/libcosid.so"
+# Stripped as the C tarball's (its symbols and debug info are in dist's debug tarball); the exported cosid_*
+# functions that the binding looks up stay in the dynamic symbol table.
+strip --strip-all "$native/libcosid.so"
 version=$(sed -n 's|^    <version>\(.*\)</version>$|\1|p' bindings/java/pom.xml | head -1)
 (cd bindings/java && mvn -B -q -Dstyle.color=never -Dmaven.repo.local="$target/m2" -Dcosid.native.dir="$native" \
     -DskipTests clean package)
