@@ -70,7 +70,13 @@ else
 fi
 
 step "fuzz: random call sequences on the C API under AddressSanitizer and UBSan"
-cargo build -q --release -p cosid-ffi
+# scripts/dist.sh's release build when it ran in this target folder (glibc 2.17, Zig: scripts/release-env.sh),
+# found fresh; else a native one.
+root=$PWD
+# shellcheck source=scripts/release-env.sh
+. scripts/release-env.sh
+release_run cargo build -q --release -p cosid-ffi
+release_link
 # libcosid.so carries a SONAME: link against a folder that holds it under both names, as an installed one is.
 stage="$PWD/target/c-fuzz/lib"
 mkdir -p "$stage"

@@ -23,7 +23,7 @@
 # only package. The build's files are in target/x86_64-unknown-linux-gnu/release, hard-linked into target/release
 # for the steps that read them there. Needs the Rust toolchain, a C compiler (build scripts), protoc (etcd's client),
 # Python 3.9+ with venv, Node 20+ with npm, binutils, a JDK 22+ and Maven (the jar). maturin and Zig (the ziglang
-# package) come from PyPI and cargo-zigbuild from crates.io into target/dist-tools (pinned below), reused by later
+# package) and cargo-zigbuild come from PyPI into target/dist-tools (pinned below), reused by later
 # runs. docs/install.md says what each artefact is and where it runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -107,18 +107,15 @@ split_debug() { # file to strip in place, name of its debug file
     objcopy --add-gnu-debuglink="$debug_stage/$2" "$1"
 }
 
-step "tools: maturin and Zig (PyPI), cargo-zigbuild (crates.io), into $tools"
-# Installed once, reused by later runs while the pinned versions match.
+step "tools: maturin, Zig and cargo-zigbuild (PyPI), into $tools"
+# Installed once, reused by later runs while the pinned versions match. cargo-zigbuild's PyPI package is its
+# release binary (the same version as on crates.io): `cargo install` compiled it for 3 to 4 minutes of every CI run.
 [ -x "$tools/bin/python" ] || python3 -m venv "$tools"
 if ! "$tools/bin/maturin" --version 2>/dev/null | grep -qx "maturin $MATURIN_VERSION" ||
-    [ "$("$tools/bin/python" -m ziglang version 2>/dev/null)" != "$ZIG_VERSION" ]; then
-    "$tools/bin/python" -m pip install -q "maturin==$MATURIN_VERSION" "ziglang==$ZIG_VERSION"
-fi
-if ! "$tools/bin/cargo-zigbuild" --version 2>/dev/null | grep -qx "cargo-zigbuild $CARGO_ZIGBUILD_VERSION"; then
-    # Its own target folder, removed after: not the release build's.
-    cargo install -q --locked cargo-zigbuild --version "$CARGO_ZIGBUILD_VERSION" --root "$tools" \
-        --target-dir "$tools/build"
-    rm -rf "$tools/build"
+    [ "$("$tools/bin/python" -m ziglang version 2>/dev/null)" != "$ZIG_VERSION" ] ||
+    ! "$tools/bin/cargo-zigbuild" --version 2>/dev/null | grep -qx "cargo-zigbuild $CARGO_ZIGBUILD_VERSION"; then
+    "$tools/bin/python" -m pip install -q "maturin==$MATURIN_VERSION" "ziglang==$ZIG_VERSION" \
+        "cargo-zigbuild==$CARGO_ZIGBUILD_VERSION"
 fi
 # cargo-zigbuild runs Zig as `python -m ziglang` with the venv's Python, and keeps its wrappers (zigcc-*.sh, which
 # the recorded environment names) under the target folder.
