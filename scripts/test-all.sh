@@ -81,6 +81,12 @@ export COSID_NODE_LINTED=1
 
 step "rust: core and cli tests, every store against its real server"
 cargo test -p cosid -p cosid-cli --all-features
+
+step "docs: the mdBook site from docs/ (target/book), every link and anchor, the lists of stores, settings and codes against the code, every sample compiled, the start page's command lines"
+# Here, while the test build is on disk: the Rust samples compile against its dependencies, and the start page's
+# command lines run on its `cosid`.
+bash .ci/docs.sh
+
 # No later step uses the test build (they use the release build of dist), so its disk is freed before the release
 # build takes as much again; COSID_KEEP_TEST_BUILD=1 keeps it, for a developer who reruns this script.
 if [ "${COSID_KEEP_TEST_BUILD:-0}" != 1 ]; then
@@ -124,9 +130,6 @@ bash .ci/go.sh
 
 step "artefacts: dist/ installed without Rust (venv, npm, pnpm, C prefix with pkg-config and CMake, CLI)"
 bash .ci/artefacts.sh
-
-step "docs: the mdBook site from docs/ (target/book), every internal link and anchor, the start page's samples and command lines"
-bash .ci/docs.sh
 
 step "dashboard: cosid serve's page in headless Chromium with a token (slots used, holders, events, chart read from the DOM; a screenshot)"
 bash .ci/dashboard.sh
