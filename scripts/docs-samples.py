@@ -2,7 +2,9 @@
 """Extracts the code samples of docs/*.md into a folder, as files the tool of each language checks
 (.ci/docs.sh runs them). The conventions are the ones .ci/docs.sh's header states:
 
-- ```c, ```python, ```js: one file each (sampleN.c, .py, .mjs), as written;
+- ```c, ```python, ```js: one file each (sampleN.c, .py, .mjs), as written; a C sample with no `main` is a
+  fragment (sampleN.fragment.c): its #include lines on top, after stdint.h, stdio.h and cosid.h, and the rest the
+  body of `main`, or the file's top level if it defines a function;
 - ```rust: one example of a throwaway crate each (rust/examples/sampleN.rs); a sample with no `fn main` is the
   body of `fn main() -> Result<(), Box<dyn std::error::Error>>`;
 - ```java: a sample that declares a class is compiled as written; else its `import` lines stay on top and the rest
@@ -62,10 +64,18 @@ for page in sorted(glob.glob("docs/*.md")):
             continue
         n += 1
         where = f"{page}:{text[: m.start()].count(chr(10)) + 1}"
-        if lang in ("c", "python", "js"):
-            if page != "docs/start.md" and lang != "python":
-                # C and JavaScript samples elsewhere are fragments of an API the bindings' tests run.
-                continue
+        if lang == "c" and not re.search(r"\bmain\s*\(", body):
+            # A fragment: its #include lines on top, after the headers any sample may use; the rest is main's body,
+            # unless it defines a function, when it is the file's top level. Unused names are allowed (a fragment
+            # shows a call, not what is done with its result).
+            includes = "".join(line + "\n" for line in body.splitlines() if line.startswith("#include"))
+            rest = "".join(line + "\n" for line in body.splitlines() if not line.startswith("#include"))
+            head = "#include <stdint.h>\n#include <stdio.h>\n#include <cosid.h>\n" + includes
+            if not re.search(r"^[A-Za-z_][\w \t*]*\([^;{]*\)\s*\{", rest, re.M):
+                rest = "int main(void) {\n" + rest + "    return 0;\n}\n"
+            f = f"other/sample{n}.fragment.c"
+            write(f, f"/* {where} */\n" + head + rest)
+        elif lang in ("c", "python", "js"):
             f = f"other/sample{n}." + {"c": "c", "python": "py", "js": "mjs"}[lang]
             write(f, body)
         elif lang == "rust":
