@@ -6,7 +6,8 @@
 #     each symbol it needs and does not define itself must exist in glibc FLOOR: the glibc of this machine lists every
 #     version of each symbol it has, and one at or below FLOOR means that glibc had it (`fcntl64`, GLIBC_2.28, or
 #     `__isoc23_strtol`, GLIBC_2.38, would not pass). The stat family is the exception: libc.so exports it since
-#     glibc 2.33, and before that libc_nonshared.a, which every link with glibc takes, defined it.
+#     glibc 2.33, and before that libc_nonshared.a, which every link with glibc takes, defined it. Weak references
+#     are not needed: the linker leaves them null where glibc lacks the symbol.
 # Prints one line per file: its highest version (or the symbols past FLOOR).
 #
 #     scripts/check-glibc.sh FLOOR FILE...          (.ci/artefacts.sh runs it on what dist/ ships)
@@ -44,7 +45,10 @@ for f in "$@"; do
     case $f in
     *.a)
         glibc_table
-        past=$(comm -23 <(nm --undefined-only -P "$f" 2>/dev/null | awk '{ print $1 }' | sed 's/@.*//' | sort -u) \
+        # Strong references only (`U`): a weak one (`w`, `v`) resolves to null where glibc lacks the symbol, which is
+        # how Rust's standard library uses newer calls on older glibc (getrandom, statx, gettid,
+        # __cxa_thread_atexit_impl: it checks the address before calling, and falls back).
+        past=$(comm -23 <(nm --undefined-only -P "$f" 2>/dev/null | awk '$2 == "U" { print $1 }' | sed 's/@.*//' | sort -u) \
             <(nm --defined-only -P "$f" 2>/dev/null | awk '{ print $1 }' | sort -u) |
             join - "$glibc_symbols" | grep -vE "^($nonshared) " |
             while read -r sym v; do newer "$v" "$floor" && echo "$sym (GLIBC_$v)"; done || true)
