@@ -6,37 +6,38 @@
 #
 #     bash .ci/chaos.sh
 #
-# 1. the harness's unit tests (the checker's planted-fault self-test among them);
-# 2. `cosid-chaos run --profile ci`: 90 s, 4 workers on 2 slots, Redis with appendfsync always, a fault every
+# 1. (the harness's unit tests, the checker's planted-fault self-test among them: scripts/test-all.sh's Rust
+#    step runs them on the debug build);
+# 2. `cosid-chaos run --profile ci`: 60 s, 4 workers on 2 slots, Redis with appendfsync always, a fault every
 #    2 to 6 s; fails on any duplicate, any id outside a window granted to its holder, any overlapping windows, any
 #    store-regression alarm, or a failed sanity check of the checker;
-# 3. `cosid-chaos run --profile ci --negative`: 4 rounds of 30 s with appendfsync everysec and an older copy of
+# 3. `cosid-chaos run --profile ci --negative`: up to 4 rounds of 30 s with appendfsync everysec and an older copy of
 #    Redis' data restored while the workers run; fails unless at least one round is caught (duplicates or the
 #    store-regression alarm), and prints the detection rate;
 # 4. `cosid-chaos run --store sqlite --profile ci`: 45 s, 8 workers on 4 slots of one SQLite file, SIGKILL and
 #    SIGSTOP of workers, a worker restarted through a hard link to the file, a fresh file renamed over it;
-# 5. `cosid-chaos run --store sqlite --profile ci --negative`: 2 rounds of 30 s with an older copy of the file
+# 5. `cosid-chaos run --store sqlite --profile ci --negative`: up to 2 rounds of 30 s with an older copy of the file
 #    written back in place while the workers run;
 # 6. `cosid-chaos run --store postgres --profile ci`: 45 s, 4 workers on 2 slots, a private server (initdb in the
 #    run folder, free port), killed with -9 and started again, stopped with SIGSTOP, its connections cut;
-# 7. `cosid-chaos run --store postgres --profile ci --negative`: 2 rounds of 30 s, the server crashed and started on
+# 7. `cosid-chaos run --store postgres --profile ci --negative`: up to 2 rounds of 30 s, the server crashed and started on
 #    an older copy of its data folder;
-# 8. `cosid-chaos run --store etcd --profile ci`: 60 s, 4 workers on 2 slots, a private 3-member cluster on
+# 8. `cosid-chaos run --store etcd --profile ci`: 45 s, 4 workers on 2 slots, a private 3-member cluster on
 #    127.0.0.2-4 (free ports), its leader killed with -9 and restarted or stopped with SIGSTOP, a member cut off by
 #    an nftables rule on its address, every client connection cut (`ss -K`);
-# 9. `cosid-chaos run --store etcd --profile ci --negative`: 2 rounds of 30 s, the whole cluster crashed and started
+# 9. `cosid-chaos run --store etcd --profile ci --negative`: up to 2 rounds of 30 s, the whole cluster crashed and started
 #    on older copies of its three data folders;
 # 10. `cosid-chaos run --store zookeeper --profile ci`: 45 s, 4 workers on 2 slots, a private 3-server ensemble on
 #    127.0.0.2-4 (free client, quorum and election ports; tickTime 500 ms, forceSync on), its leader killed with -9
 #    and restarted or stopped with SIGSTOP, a server cut off by an nftables rule on its address, every client
 #    connection cut (`ss -K`);
-# 11. `cosid-chaos run --store zookeeper --profile ci --negative`: 2 rounds of 30 s, the whole ensemble crashed and
+# 11. `cosid-chaos run --store zookeeper --profile ci --negative`: up to 2 rounds of 30 s, the whole ensemble crashed and
 #    started on older copies of its three data folders (snapshots, transaction logs, myid);
 # 12. `cosid-chaos run --store serve --profile ci`: 45 s, 4 workers on 2 slots on the `http://` store, through a
 #    round-robin TCP proxy, in front of 3 `cosid serve` replicas (free ports) on one SQLite file; a replica killed
 #    with -9 and started again on its port, a replica stopped with SIGSTOP, every replica restarted, every
 #    connection through the proxy cut, and the worker faults (kill, stop, clock shifts);
-# 13. `cosid-chaos run --store serve --profile ci --negative`: 2 rounds of 30 s, an older copy of the SQLite file
+# 13. `cosid-chaos run --store serve --profile ci --negative`: up to 2 rounds of 30 s, an older copy of the SQLite file
 #    written back in place under the replicas while the workers run.
 # Each run prints how long it took. The long profiles (`--profile long`, 30 minutes each) are not run here.
 #
@@ -92,7 +93,7 @@ root=$PWD
 # shellcheck source=scripts/release-env.sh
 . scripts/release-env.sh
 release_run cargo build --release -p cosid-chaos
-release_run cargo test --release -p cosid-chaos
+# Its unit tests run in scripts/test-all.sh's Rust step (`cargo test -p cosid-chaos`), on the debug build.
 
 bin=$release_dir/cosid-chaos
 status=0

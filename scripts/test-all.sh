@@ -79,8 +79,10 @@ cargo fmt --all -- --check
 cargo clippy -p cosid -p cosid-cli -p cosid-bench -p cosid-node --all-targets --all-features -- -D warnings
 export COSID_NODE_LINTED=1
 
-step "rust: core and cli tests, every store against its real server"
-cargo test -p cosid -p cosid-cli --all-features
+step "rust: core, cli and chaos-harness tests, every store against its real server"
+# The chaos harness's own tests (its checker's planted faults) here, on the debug build: .ci/chaos.sh then builds
+# only the harness's binary, not a second release build for its tests.
+cargo test -p cosid -p cosid-cli -p cosid-chaos --all-features
 
 step "docs: the mdBook site from docs/ (target/book), every link and anchor, the lists of stores, settings and codes against the code, every sample compiled, the start page's command lines"
 # Here, while the test build is on disk: the Rust samples compile against its dependencies, and the start page's
@@ -143,5 +145,5 @@ bash .ci/interop.sh
 step "chaos: real Redis under faults, and the negative control"
 bash .ci/chaos.sh
 
-step "fuzz: every target over its corpus, libFuzzer runs, the C API under sanitizers"
-bash .ci/fuzz.sh
+step "fuzz: every target over its corpus and seeded random inputs, the C API under sanitizers (libFuzzer with COSID_FUZZ_LIBFUZZER=1)"
+COSID_FUZZ_LIBFUZZER="${COSID_FUZZ_LIBFUZZER:-0}" bash .ci/fuzz.sh
