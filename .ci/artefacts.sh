@@ -184,6 +184,26 @@ ids=$(COSID_STORE="sqlite://$work/cli.db" cli/bin/cosid next -n 3)
 for id in $ids; do is_id "$id"; done
 echo "cli: cosid next -n 3 gave $(echo $ids)"
 
+step "stores: every package carries the released set (docs/install.md#what-the-packages-carry)"
+released_stores=memory,sqlite,http,redis,postgres
+got=$(cd / && "$work/py/bin/python" -c 'import cosid; print(",".join(cosid.STORES))')
+[ "$got" = "$released_stores" ] || { echo "artefacts: the wheel carries $got, not $released_stores" >&2; exit 1; }
+got=$(cd node-app && node -e 'console.log(require("cosid").stores().join(","))')
+[ "$got" = "$released_stores" ] || { echo "artefacts: the npm addon carries $got, not $released_stores" >&2; exit 1; }
+got=$(python3 -c 'import ctypes, sys
+lib = ctypes.CDLL(sys.argv[1])
+lib.cosid_stores.restype = ctypes.c_char_p
+print(lib.cosid_stores().decode())' "$libdir/libcosid.so")
+[ "$got" = "$released_stores" ] || { echo "artefacts: libcosid.so carries $got, not $released_stores" >&2; exit 1; }
+# The CLI has no list of its own: a URL of a store it lacks is a usage error (status 2) that names what it has.
+status=0
+out=$(cli/bin/cosid next --store mysql://app:s3cret@127.0.0.1:1/ids 2>&1) || status=$?
+if [ "$status" != 2 ] || [[ $out != *"not in this build, which has ${released_stores//,/, }"* ]] || [[ $out == *s3cret* ]]; then
+    echo "artefacts: the CLI on a store it lacks exited $status with: $out" >&2
+    exit 1
+fi
+echo "stores: the wheel, the npm addon, libcosid.so and the CLI carry $released_stores"
+
 step "stripped, with debug files; exports; sizes"
 # The shipped .so, .node and CLI carry no symbol table, and name their debug file (.gnu_debuglink), which the debug
 # tarball holds; libcosid.so exports the cosid_* functions and nothing else.

@@ -6,9 +6,8 @@
 #
 #     bash .ci/c.sh            (COSID_C_NO_BENCH=1 skips the benchmark)
 #
-# Needs a C and C++ compiler, make, pkg-config, cmake, valgrind and protoc (libcosid is built with every store,
-# etcd's client among them); installs the missing ones from Debian's packages when run as root. The tests need no
-# server: they use SQLite files in temporary folders.
+# Needs a C and C++ compiler, make, pkg-config, cmake and valgrind; installs the missing ones from Debian's packages
+# when run as root. The tests need no server: they use SQLite files in temporary folders.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root="$PWD"
@@ -17,7 +16,7 @@ export CARGO_TERM_COLOR=never
 step() { printf '\n==== c: %s\n' "$*"; }
 
 missing=()
-for tool in cc:gcc c++:g++ make:make pkg-config:pkg-config cmake:cmake valgrind:valgrind objdump:binutils protoc:protobuf-compiler; do
+for tool in cc:gcc c++:g++ make:make pkg-config:pkg-config cmake:cmake valgrind:valgrind objdump:binutils; do
     command -v "${tool%%:*}" >/dev/null 2>&1 || missing+=("${tool#*:}")
 done
 if [ ${#missing[@]} -gt 0 ]; then

@@ -4,8 +4,8 @@
 #     bash .ci/interop.sh
 #
 # 1. builds tests/interop/cosid-java against each CosId line tested (`mvn -q -B package`, one profile a line) and the
-#    CLI: with every feature, the very build of scripts/test-all.sh's test step, when protoc is there (etcd needs
-#    it); else with the redis feature;
+#    CLI: the release build of scripts/dist.sh when it is there (its stores include Redis); else a build with the
+#    redis feature;
 # 2. runs tests/interop/migrate_from_cosid.py: per line, a redis-server of its own on a free 127.0.0.1 port; CosId
 #    JVMs take machine ids with CosId's SpringRedisMachineIdDistributor and issue ids (some stop normally, some
 #    are SIGKILLed); a negative control (cosid on the same slots, no migrate, host clock behind the old hosts' with
@@ -48,17 +48,12 @@ for v in "${lines[@]}"; do
     java_args+=(--java "$v=tests/interop/cosid-java/target/cosid-$v")
 done
 
-# The release CLI of scripts/dist.sh (every store) when it is there, as in scripts/test-all.sh; else a build here.
+# The release CLI of scripts/dist.sh when it is there, as in scripts/test-all.sh; else a build here.
 cli="${COSID_BIN:-target/release/cosid}"
 if [ ! -x "$cli" ]; then
     cli=target/debug/cosid
-    if command -v protoc >/dev/null 2>&1; then
-        log "building the CLI (every store)"
-        cargo build -q -p cosid-cli --features stores
-    else
-        log "building the CLI with the redis feature"
-        cargo build -q -p cosid-cli --features redis
-    fi
+    log "building the CLI with the redis feature"
+    cargo build -q -p cosid-cli --features redis
 fi
 
 out="${COSID_INTEROP_OUT:-${TMPDIR:-/tmp}/cosid-interop}"

@@ -8,7 +8,8 @@
 #     bash .ci/python.sh
 #
 # Needs Python 3.9+ with venv; pip fetches pytest and the benchmark peers (and maturin for a source build) from PyPI.
-# The package is built with every store, and its store tests run against real servers: each of Redis, PostgreSQL,
+# The package carries the released stores (docs/install.md): its store tests run them against real servers, and
+# check that the others are refused with a ConfigError saying how to reach them. Each of Redis, PostgreSQL,
 # MariaDB, etcd, ZooKeeper, MongoDB (FerretDB) and `cosid serve` whose COSID_TEST_*_URL is not set yet is started
 # with .ci/services/ (scripts/test-all.sh has started them all and exported their URLs, which reach this script
 # through the environment).
@@ -39,11 +40,11 @@ echo "python.sh: creating $venv with $("$python" --version)"
 wheel=$(ls "$root"/dist/cosid-*-cp39-abi3-manylinux_*.whl 2>/dev/null | head -1 || true)
 build_start=$SECONDS
 if [ -n "$wheel" ] && [ "${COSID_PY_FROM_SOURCE:-0}" != 1 ]; then
-    echo "python.sh: pip install ${wheel#"$root"/} (the release wheel, every store)"
+    echo "python.sh: pip install ${wheel#"$root"/} (the release wheel)"
     "$venv/bin/python" -m pip install --no-index "$wheel"
     echo "python.sh: installed in $((SECONDS - build_start)) s"
 else
-    echo "python.sh: pip install ./bindings/python (builds the Rust extension in release mode, every store)"
+    echo "python.sh: pip install ./bindings/python (builds the Rust extension in release mode)"
     "$venv/bin/python" -m pip install ./bindings/python
     echo "python.sh: built and installed in $((SECONDS - build_start)) s"
 fi

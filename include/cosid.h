@@ -594,6 +594,16 @@ extern "C" {
 const char *cosid_version(void);
 
 /**
+ * The stores this library carries, as a static NUL-terminated list of their names (as the other languages' status
+ * gives them) separated by commas: `"memory,sqlite,http,redis,postgres"` in the released library. A store URL of
+ * any other store fails with `COSID_RESULT_CONFIG`, whose message says how to reach it (through `cosid serve`, or
+ * a build with its cargo feature).
+ *
+ * Thread safety: may be called from any thread. Never fails; never returns NULL.
+ */
+const char *cosid_stores(void);
+
+/**
  * Creates a config with the defaults (embedded SQLite store in the user's state directory, namespace
  * `"default"`, layout `"millis"`, ttl 30s, tolerance 1s, 10 slot bits, owner key `host:pid`, fork policy
  * `reacquire`) and writes it into `*out`. Free it with `cosid_config_free`.

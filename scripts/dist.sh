@@ -7,7 +7,7 @@
 #   dist/cosid-VERSION.tgz                                   npm: the package (loader, types; no install script)
 #   dist/cosid-linux-x64-gnu-VERSION.tgz                     npm: its platform package, the prebuilt addon
 #   dist/libcosid-VERSION-x86_64-linux-gnu.tar.gz            C: lib/, include/, pkg-config and CMake files
-#   dist/cosid-cli-VERSION-x86_64-linux-gnu.tar.gz           the `cosid` command, every store
+#   dist/cosid-cli-VERSION-x86_64-linux-gnu.tar.gz           the `cosid` command
 #   dist/cosid-VERSION.jar                                   Java: the jar, libcosid.so for linux-x86_64 inside
 #   dist/cosid-VERSION-sources.jar                           Java: its sources
 #   dist/cosid-go-vVERSION.zip                               Go: the module zip, as the module proxy serves it
@@ -16,15 +16,15 @@
 #
 #     scripts/dist.sh            (COSID_DIST_DIR=... for another folder than dist/)
 #
-# Every binary is for x86_64 Linux with glibc 2.17 or newer (RHEL/CentOS 7, Ubuntu 14.04, Debian 8, Amazon Linux 2
-# and later): `cargo zigbuild --target x86_64-unknown-linux-gnu.2.17` builds the C library, the Node addon and the
-# CLI in one go (every store) with Zig as the C compiler and linker, against glibc 2.17's symbols; maturin builds the
-# Python module's own crate (and pyo3) on top of it, in the same environment (scripts/release-env.sh), and npm and tar
-# only package. The build's files are in target/x86_64-unknown-linux-gnu/release, hard-linked into target/release
-# for the steps that read them there. Needs the Rust toolchain, a C compiler (build scripts), protoc (etcd's client),
-# Python 3.9+ with venv, Node 20+ with npm, binutils, a JDK 22+ and Maven (the jar). maturin and Zig (the ziglang
-# package) and cargo-zigbuild come from PyPI into target/dist-tools (pinned below), reused by later
-# runs. docs/install.md says what each artefact is and where it runs.
+# Every binary is for x86_64 Linux with glibc 2.17 or newer (RHEL/CentOS 7, Ubuntu 14.04, Debian 8, Amazon Linux 2 and
+# later): `cargo zigbuild --target x86_64-unknown-linux-gnu.2.17` builds the C library, the Node addon and the CLI in
+# one go (the released stores: docs/install.md) with Zig as the C compiler and linker, against glibc 2.17's symbols;
+# maturin builds the Python module's own crate (and pyo3) on top of it, in the same environment
+# (scripts/release-env.sh), and npm and tar only package. The build's files are in
+# target/x86_64-unknown-linux-gnu/release, hard-linked into target/release for the steps that read them there. Needs
+# the Rust toolchain, a C compiler (build scripts), Python 3.9+ with venv, Node 20+ with npm, binutils, a JDK 22+ and
+# Maven (the jar). maturin and Zig (the ziglang package) and cargo-zigbuild come from PyPI into target/dist-tools
+# (pinned below), reused by later runs. docs/install.md says what each artefact is and where it runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -57,7 +57,6 @@ need() { # tool, Debian package
 need cargo "cargo if it is Rust 1.89 or newer; else rustup from https://rustup.rs"
 need rustc "rustc if it is 1.89 or newer; else rustup from https://rustup.rs"
 need cc "gcc (build scripts; the bundled SQLite and ring are compiled by Zig)"
-need protoc "protobuf-compiler (etcd's client)"
 need python3 "python3"
 need node "nodejs (20 or newer)"
 need npm "npm"
@@ -159,7 +158,7 @@ export CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_LINKER=$tools/zig-link.sh
 "$tools/bin/cargo-zigbuild" --version
 echo "zig $("$tools/bin/python" -m ziglang version)"
 
-step "cargo zigbuild --release (glibc $release_glibc): libcosid, the Node addon, the CLI (every store)"
+step "cargo zigbuild --release (glibc $release_glibc): libcosid, the Node addon, the CLI (the released stores)"
 # The Python module is built by maturin below, on this build: its crate adds only pyo3 to the same feature set
 # (`cargo tree -e features` shows it), so the core and every shared dependency are compiled once. It is left out
 # here because maturin builds pyo3 with its own environment: building it here too would rebuild pyo3 each time.
@@ -190,7 +189,7 @@ zigbuild() {
 }
 NAPI_TYPE_DEF_TMP_FOLDER=$typedefs NAPI_FORCE_BUILD_COSID_NODE=$(date +%s%N) \
     zigbuild --release --locked --target "$release_triple.$release_glibc" \
-    -p cosid-ffi -p cosid-node -p cosid-cli --features cosid-cli/stores
+    -p cosid-ffi -p cosid-node -p cosid-cli --features cosid-cli/release
 [ -s "$typedefs/cosid-node" ] || { echo "dist: the addon's build left no type definitions in $typedefs" >&2; exit 1; }
 "$tools/bin/python" - "$release_env" <<'PY'
 import os, shlex, sys
@@ -264,7 +263,7 @@ split_debug "$stage/$c_name/lib/libcosid.so.$version" "libcosid.so.$version.debu
 strip --strip-debug "$stage/$c_name/lib/libcosid.a"
 tar -C "$stage" --owner=0 --group=0 --numeric-owner -czf "$out/$c_name.tar.gz" "$c_name"
 
-step "CLI: the cosid binary (every store)"
+step "CLI: the cosid binary"
 cli_name=cosid-cli-$version-$triple
 mkdir -p "$stage/$cli_name/bin"
 install -m 755 "$release/cosid" "$stage/$cli_name/bin/cosid"

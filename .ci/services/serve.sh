@@ -27,8 +27,8 @@ bin="${COSID_BIN:-$release_target_dir/release/cosid}"
 log() { echo "serve.sh: $*" >&2; }
 
 if [ ! -x "$bin" ]; then
-    log "building the cosid command (release, every store)"
-    release_run cargo build --release -q --locked -p cosid-cli --features cosid-cli/stores >&2
+    log "building the cosid command (release, the released stores)"
+    release_run cargo build --release -q --locked -p cosid-cli --features cosid-cli/release >&2
     release_link
 fi
 

@@ -34,12 +34,18 @@ import "C"
 
 import (
 	"runtime/cgo"
+	"strings"
 	"sync"
 	"unsafe"
 )
 
 // Version is the version of the libcosid that the program runs with ("MAJOR.MINOR.PATCH").
 func Version() string { return C.GoString(C.cosid_version()) }
+
+// Stores lists the stores that the libcosid the program runs with carries, by the names of their URL schemes:
+// memory, sqlite, http, redis and postgres in the released library. A store URL of any other store fails with
+// ErrConfig, whose message says how to reach it (through `cosid serve`, or a build with its feature).
+func Stores() []string { return strings.Split(C.GoString(C.cosid_stores()), ",") }
 
 // HeaderVersion is the version of cosid.h that the binding was compiled against.
 const HeaderVersion = C.COSID_VERSION

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -58,6 +59,27 @@ func wantCode(t *testing.T, err error, want cosid.Code) *cosid.Error {
 func TestVersion(t *testing.T) {
 	if cosid.Version() != cosid.HeaderVersion {
 		t.Fatalf("library %s, header %s", cosid.Version(), cosid.HeaderVersion)
+	}
+}
+
+func TestStores(t *testing.T) {
+	stores := cosid.Stores()
+	if len(stores) < 3 || stores[0] != "memory" || stores[1] != "sqlite" || stores[2] != "http" {
+		t.Fatalf("Stores() = %v, want memory, sqlite, http first", stores)
+	}
+	// A URL of each store that needs no server: one the library does not carry is refused before connecting.
+	offline := map[string]string{
+		"mysql": "mysql://u:p@127.0.0.1:1/db", "etcd": "etcd://127.0.0.1:1",
+		"zookeeper": "zookeeper://127.0.0.1:1", "mongodb": "mongodb://127.0.0.1:1/ids",
+	}
+	for s, url := range offline {
+		if slices.Contains(stores, s) {
+			continue
+		}
+		_, err := cosid.New(cosid.WithStore(url), cosid.WithSetting("acquire_timeout", "30s"))
+		if !errors.Is(err, cosid.ErrConfig) || !strings.Contains(err.Error(), "the "+s+" store is not in this build") {
+			t.Errorf("%s, not in %v: got %v, want ErrConfig saying it is not in this build", s, stores, err)
+		}
 	}
 }
 

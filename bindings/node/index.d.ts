@@ -354,6 +354,13 @@ export interface Status {
   state: 'ACTIVE' | 'RENEWING' | 'REACQUIRING' | 'CLOSED'
 }
 
+/**
+ * The stores this addon carries, as `status().store` names them: `['memory', 'sqlite', 'http', 'redis',
+ * 'postgres']` in the released package. A store URL of any other store throws `CONFIG`, saying how to reach it
+ * (through `cosid serve`, or a build with its feature).
+ */
+export declare function stores(): Array<string>
+
 /** The base-62 form of an id: 11 characters of `0-9A-Za-z` that sort like the id. */
 export declare function toBase62(id: bigint | number | string): string
 

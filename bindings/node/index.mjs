@@ -20,6 +20,7 @@ export const {
   shutdown,
   shutdownSync,
   status,
+  stores,
   toBase62,
   toFriendly,
 } = cosid

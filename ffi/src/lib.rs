@@ -49,6 +49,20 @@ pub extern "C" fn cosid_version() -> *const c_char {
     VERSION.as_ptr()
 }
 
+/// The stores this library carries, as a static NUL-terminated list of their names (as the other languages' status
+/// gives them) separated by commas: `"memory,sqlite,http,redis,postgres"` in the released library. A store URL of
+/// any other store fails with `COSID_RESULT_CONFIG`, whose message says how to reach it (through `cosid serve`, or
+/// a build with its cargo feature).
+///
+/// Thread safety: may be called from any thread. Never fails; never returns NULL.
+#[no_mangle]
+pub extern "C" fn cosid_stores() -> *const c_char {
+    static STORES: std::sync::OnceLock<std::ffi::CString> = std::sync::OnceLock::new();
+    STORES
+        .get_or_init(|| std::ffi::CString::new(cosid_core::store::built().join(",")).unwrap_or_default())
+        .as_ptr()
+}
+
 const VERSION: &std::ffi::CStr = match std::ffi::CStr::from_bytes_with_nul(
     concat!(env!("CARGO_PKG_VERSION"), "\0").as_bytes(),
 ) {

@@ -1,16 +1,22 @@
-/* libcosid on every network store, against the real servers in COSID_TEST_{REDIS,POSTGRES,MYSQL,ETCD,ZOOKEEPER,
- * MONGODB}_URL, and through the `cosid serve` of COSID_TEST_HTTP_URL with the `http://` store (scripts/test-all.sh
- * starts them and sets the variables; a store whose variable is unset is skipped, saying so): two runtimes on one namespace take two slots and never share an id, and after a shutdown the next
- * holder of the released slot starts past the last id. */
+/* libcosid on every network store it carries (cosid_stores()), against the real servers in
+ * COSID_TEST_{REDIS,POSTGRES,MYSQL,ETCD,ZOOKEEPER,MONGODB}_URL, and through the `cosid serve` of COSID_TEST_HTTP_URL
+ * with the `http://` store (scripts/test-all.sh starts them and sets the variables; a store whose variable is unset
+ * is skipped, saying so): two runtimes on one namespace take two slots and never share an id, and after a shutdown
+ * the next holder of the released slot starts past the last id. A store the library does not carry is refused
+ * with COSID_RESULT_CONFIG, saying how to reach it, and nothing is left behind. */
 #include "test_util.h"
 
 #define IDS 2000
 
-static const char *const STORES[][2] = {
-    {"redis", "COSID_TEST_REDIS_URL"},         {"postgres", "COSID_TEST_POSTGRES_URL"},
-    {"mysql", "COSID_TEST_MYSQL_URL"},         {"etcd", "COSID_TEST_ETCD_URL"},
-    {"zookeeper", "COSID_TEST_ZOOKEEPER_URL"}, {"mongodb", "COSID_TEST_MONGODB_URL"},
-    {"http", "COSID_TEST_HTTP_URL"},
+/* Each store: its name, the variable with its server's URL, and a URL that needs no server. */
+static const char *const STORES[][3] = {
+    {"redis", "COSID_TEST_REDIS_URL", "redis://127.0.0.1:1/0"},
+    {"postgres", "COSID_TEST_POSTGRES_URL", "postgres://u:p@127.0.0.1:1/db"},
+    {"mysql", "COSID_TEST_MYSQL_URL", "mysql://u:p@127.0.0.1:1/db"},
+    {"etcd", "COSID_TEST_ETCD_URL", "etcd://127.0.0.1:1"},
+    {"zookeeper", "COSID_TEST_ZOOKEEPER_URL", "zookeeper://127.0.0.1:1"},
+    {"mongodb", "COSID_TEST_MONGODB_URL", "mongodb://127.0.0.1:1/ids"},
+    {"http", "COSID_TEST_HTTP_URL", "http://127.0.0.1:1"},
 };
 
 static cosid_runtime *start(const char *url, const char *ns) {
@@ -59,6 +65,34 @@ static void on_store(const char *kind, const char *url) {
     printf("test_stores: %s: 2 runtimes, %d ids, no duplicate\n", kind, 2 * IDS + 1);
 }
 
+/* Whether the comma-separated list has `name` as one of its items. */
+static int listed(const char *list, const char *name) {
+    size_t n = strlen(name);
+    for (const char *p = list; *p;) {
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        if (len == n && strncmp(p, name, n) == 0) return 1;
+        if (!end) break;
+        p = end + 1;
+    }
+    return 0;
+}
+
+static void on_store_not_built(const char *kind, const char *url) {
+    cosid_config *cfg = NULL;
+    cosid_runtime *rt = NULL;
+    REQUIRE_OK(cosid_config_new(&cfg));
+    CHECK_OK(cosid_config_set(cfg, "store", url));
+    CHECK_OK(cosid_config_set(cfg, "acquire_timeout", "1s"));
+    CHECK_RC(cosid_runtime_new(cfg, &rt), COSID_RESULT_CONFIG);
+    CHECK(rt == NULL);
+    const char *why = t_last_error();
+    CHECK(strstr(why, "not in this build") != NULL);
+    CHECK(strstr(why, "cosid serve") != NULL);
+    cosid_config_free(cfg);
+    printf("test_stores: %s: not in this library (%s): refused with CONFIG\n", kind, cosid_stores());
+}
+
 int main(void) {
     /* t_setup clears COSID_*; the servers' URLs are read first. */
     char urls[sizeof STORES / sizeof STORES[0]][512];
@@ -67,7 +101,15 @@ int main(void) {
         snprintf(urls[i], sizeof urls[i], "%s", url ? url : "");
     }
     t_setup();
+    const char *built = cosid_stores();
+    CHECK(built != NULL && strncmp(built, "memory,sqlite", 13) == 0);
+    CHECK(cosid_stores() == built); /* static */
     for (size_t i = 0; i < sizeof STORES / sizeof STORES[0]; i++) {
+        if (!listed(built, STORES[i][0])) {
+            /* No server needed: the URL is refused before any connection is tried. */
+            on_store_not_built(STORES[i][0], STORES[i][2]);
+            continue;
+        }
         if (!urls[i][0]) {
             printf("test_stores: %s skipped: %s is not set (.ci/services/ starts a server)\n", STORES[i][0],
                    STORES[i][1]);

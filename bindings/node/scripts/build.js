@@ -1,9 +1,10 @@
 #!/usr/bin/env node
 'use strict'
 // Builds the native addon with cargo and copies it to where index.js looks for it (cosid.<platform>.node).
-// Every store is in by default (SQLite, memory, Redis, PostgreSQL, MySQL, etcd, ZooKeeper, MongoDB); etcd's client needs
-// `protoc` to build. COSID_NODE_FEATURES=redis,postgres (any of redis, postgres, mysql, etcd, zookeeper, mongodb; empty for
-// none) builds exactly those instead, SQLite and memory always included.
+// The stores of the released addon by default (SQLite, memory, `http://`, Redis, PostgreSQL: docs/install.md).
+// COSID_NODE_FEATURES=stores builds every store (MySQL, etcd, ZooKeeper, MongoDB too; etcd's client needs `protoc`);
+// a list (any of redis, postgres, mysql, etcd, zookeeper, mongodb; empty for none) builds exactly those, SQLite,
+// memory and `http://` always included.
 //
 // A developer's build from a checkout (the crate is a member of the repository's Cargo workspace, so it needs the
 // whole checkout, not the npm package): the published package has no install script and loads the prebuilt addon
@@ -57,12 +58,13 @@ const args = [
 ]
 if (release) args.push('--release')
 const STORES = ['redis', 'postgres', 'mysql', 'etcd', 'zookeeper', 'mongodb']
-let features = STORES
+let features = ['redis', 'postgres']
 if (process.env.COSID_NODE_FEATURES !== undefined) {
   features = process.env.COSID_NODE_FEATURES.split(/[\s,]+/).filter(Boolean)
+  if (features.length === 1 && features[0] === 'stores') features = STORES
   const unknown = features.filter((f) => !STORES.includes(f))
   if (unknown.length) {
-    fail(`COSID_NODE_FEATURES names ${unknown.join(', ')}: expected a list of ${STORES.join(', ')} (or empty)`)
+    fail(`COSID_NODE_FEATURES names ${unknown.join(', ')}: expected \`stores\` or a list of ${STORES.join(', ')} (or empty)`)
   }
   args.push('--no-default-features')
   if (features.length) args.push('--features', features.join(','))

@@ -236,6 +236,14 @@ pub fn shutdown_sync() -> Result<Option<f64>, Thrown> {
     call(global::shutdown)
 }
 
+/// The stores this addon carries, as `status().store` names them: `['memory', 'sqlite', 'http', 'redis',
+/// 'postgres']` in the released package. A store URL of any other store throws `CONFIG`, saying how to reach it
+/// (through `cosid serve`, or a build with its feature).
+#[napi]
+pub fn stores() -> Vec<&'static str> {
+    cosid::store::built()
+}
+
 /// Closes the process-wide runtime and every `Runtime` of this process that is still open, releasing their
 /// slots. The package calls it when the main thread's process exits.
 #[napi]

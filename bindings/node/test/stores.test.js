@@ -1,28 +1,47 @@
 'use strict'
-// The addon on every network store, against real servers: COSID_TEST_{REDIS,POSTGRES,MYSQL,ETCD,ZOOKEEPER,MONGODB}_URL point at
-// them, and COSID_TEST_HTTP_URL at a `cosid serve` (the lease proxy), which every case also runs through with the
-// `http://` store (.ci/node.sh starts each one that is not set, with the scripts of .ci/services/). A store whose
-// variable is unset is skipped, saying so.
+// The addon on every network store it carries (`stores()`), against real servers:
+// COSID_TEST_{REDIS,POSTGRES,MYSQL,ETCD,ZOOKEEPER,MONGODB}_URL point at them, and COSID_TEST_HTTP_URL at a
+// `cosid serve` (the lease proxy), which every case also runs through with the `http://` store (.ci/node.sh starts
+// each one that is not set, with the scripts of .ci/services/). A store whose variable is unset is skipped, saying
+// so. A store the addon does not carry is refused with CONFIG, saying how to reach it, before any connection.
 
 const test = require('node:test')
 const assert = require('node:assert/strict')
 const { randomUUID } = require('node:crypto')
 const { runNode, assertUnique } = require('./fixtures/helpers.js')
-const { Runtime } = require('..')
+const { Runtime, stores } = require('..')
 
+// Each store: its name, the variable with its server's URL, and a URL that needs no server.
 const STORES = [
-  ['redis', 'COSID_TEST_REDIS_URL'],
-  ['postgres', 'COSID_TEST_POSTGRES_URL'],
-  ['mysql', 'COSID_TEST_MYSQL_URL'],
-  ['etcd', 'COSID_TEST_ETCD_URL'],
-  ['zookeeper', 'COSID_TEST_ZOOKEEPER_URL'],
-  ['mongodb', 'COSID_TEST_MONGODB_URL'],
-  ['http', 'COSID_TEST_HTTP_URL'],
+  ['redis', 'COSID_TEST_REDIS_URL', 'redis://127.0.0.1:1/0'],
+  ['postgres', 'COSID_TEST_POSTGRES_URL', 'postgres://u:p@127.0.0.1:1/db'],
+  ['mysql', 'COSID_TEST_MYSQL_URL', 'mysql://u:p@127.0.0.1:1/db'],
+  ['etcd', 'COSID_TEST_ETCD_URL', 'etcd://127.0.0.1:1'],
+  ['zookeeper', 'COSID_TEST_ZOOKEEPER_URL', 'zookeeper://127.0.0.1:1'],
+  ['mongodb', 'COSID_TEST_MONGODB_URL', 'mongodb://127.0.0.1:1/ids'],
+  ['http', 'COSID_TEST_HTTP_URL', 'http://127.0.0.1:1'],
 ]
 
 const namespace = () => `node-${randomUUID().slice(0, 12)}`
 
-for (const [kind, variable] of STORES) {
+test('stores() lists what the addon carries, memory, SQLite and http:// first', () => {
+  const built = stores()
+  assert.deepEqual(built.slice(0, 3), ['memory', 'sqlite', 'http'])
+  for (const s of built.slice(3)) assert.ok(STORES.some(([kind]) => kind === s), s)
+})
+
+for (const [kind, variable, offline] of STORES) {
+  if (!stores().includes(kind)) {
+    test(`${kind}: not in this addon, refused with CONFIG before any connection`, async () => {
+      await assert.rejects(Runtime.create({ store: offline, acquireTimeout: 30_000 }), (e) => {
+        assert.equal(e.code, 'CONFIG')
+        assert.match(e.message, new RegExp(`the ${kind} store is not in this build`))
+        assert.match(e.message, /cosid serve/)
+        return true
+      })
+    })
+    continue
+  }
   const url = process.env[variable]
   const skip = url ? false : `${variable} is not set (bash .ci/services/ starts a server)`
 

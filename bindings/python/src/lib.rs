@@ -401,6 +401,11 @@ fn _cosid(m: &Bound<'_, PyModule>) -> PyResult<()> {
         .map_err(|e| errors::from_host(m.py(), &e))?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("MAX_BATCH", args::MAX_BATCH)?;
+    // The stores this module carries, as Status.store names them: a tuple, as it never changes.
+    m.add(
+        "STORES",
+        pyo3::types::PyTuple::new(m.py(), cosid::store::built())?,
+    )?;
     m.add_class::<PyLayout>()?;
     m.add_class::<runtime::PyRuntime>()?;
     m.add_function(wrap_pyfunction!(runtime::_bind_next_id, m)?)?;

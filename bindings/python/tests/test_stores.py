@@ -1,8 +1,9 @@
-"""The package on every network store, against real servers.
+"""The package on every network store it carries (``cosid.STORES``), against real servers.
 
 COSID_TEST_{REDIS,POSTGRES,MYSQL,ETCD,ZOOKEEPER,MONGODB}_URL point at them, and COSID_TEST_HTTP_URL at a
 `cosid serve` (the lease proxy), which every case also runs through with the `http://` store (.ci/python.sh starts
 each one that is not set, with the scripts of .ci/services/). A store whose variable is unset is skipped, saying so.
+A store the package does not carry is refused with ConfigError, saying how to reach it, before any connection.
 """
 
 from __future__ import annotations
@@ -26,7 +27,23 @@ STORES = [
 ]
 
 
+# A URL of each store that needs no server.
+OFFLINE = {
+    "redis": "redis://127.0.0.1:1/0",
+    "postgres": "postgres://u:p@127.0.0.1:1/db",
+    "mysql": "mysql://u:p@127.0.0.1:1/db",
+    "etcd": "etcd://127.0.0.1:1",
+    "zookeeper": "zookeeper://127.0.0.1:1",
+    "mongodb": "mongodb://127.0.0.1:1/ids?serverSelectionTimeoutMS=100",
+    "http": "http://127.0.0.1:1",
+}
+
+
 def _param(kind: str, variable: str) -> object:
+    if kind not in cosid.STORES:
+        return pytest.param(
+            (kind, None), id=kind, marks=pytest.mark.skip(reason=f"the package does not carry {kind}")
+        )
     url = os.environ.get(variable)
     if not url:
         print(f"test_stores: {kind} skipped: {variable} is not set (bash .ci/services/ starts a server)")
@@ -83,21 +100,24 @@ def test_exhausted(store: tuple) -> None:
             cosid.Runtime(store=url, namespace=ns, bits=1, acquire_timeout=0.2)
 
 
-@pytest.mark.parametrize(
-    "url",
-    [
-        "redis://127.0.0.1:1/0",
-        "postgres://u:p@127.0.0.1:1/db",
-        "mysql://u:p@127.0.0.1:1/db",
-        "etcd://127.0.0.1:1",
-        "zookeeper://127.0.0.1:1",
-        "mongodb://127.0.0.1:1/ids?serverSelectionTimeoutMS=100",
-        "http://127.0.0.1:1",
-    ],
-)
-def test_unreachable_store_is_store_unavailable(url: str) -> None:
+def test_stores_carried() -> None:
+    assert cosid.STORES[:3] == ("memory", "sqlite", "http"), cosid.STORES
+    assert set(cosid.STORES) <= {"memory", "sqlite", "http", *OFFLINE}
+
+
+@pytest.mark.parametrize("kind", [k for k in OFFLINE if k in cosid.STORES])
+def test_unreachable_store_is_store_unavailable(kind: str) -> None:
     with pytest.raises(cosid.StoreUnavailableError):
-        cosid.Runtime(store=url, acquire_timeout=0.2)
+        cosid.Runtime(store=OFFLINE[kind], acquire_timeout=0.2)
+
+
+@pytest.mark.parametrize("kind", [k for k in OFFLINE if k not in cosid.STORES])
+def test_store_not_carried_is_refused(kind: str) -> None:
+    # Before any connection, whatever the timeout; the message says how to reach the store.
+    with pytest.raises(cosid.ConfigError) as e:
+        cosid.Runtime(store=OFFLINE[kind], acquire_timeout=30)
+    assert f"the {kind} store is not in this build" in str(e.value)
+    assert "cosid serve" in str(e.value)
 
 
 def forked_child(queue: "multiprocessing.Queue") -> None:

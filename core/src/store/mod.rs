@@ -49,6 +49,46 @@ pub use zookeeper::ZookeeperStore;
 use crate::lease::{
     AcquireRequest, Acquired, Namespace, NamespaceConfig, NamespaceRecord, SlotLease, SlotRecord,
 };
+
+/// Every store cosid has, as [`Status::store`](crate::Status) names it, in the order the docs list them.
+pub const ALL: &[&str] = &[
+    "memory",
+    "sqlite",
+    "http",
+    "redis",
+    "postgres",
+    "mysql",
+    "etcd",
+    "zookeeper",
+    "mongodb",
+];
+
+/// The stores this build carries (each behind a cargo feature; `memory` is always in), as [`Status::store`]
+/// names them. A URL of any other store fails with a configuration error that says how to reach it: through
+/// `cosid serve` (the `http://` store, when this build has it) or by building with its feature. The released
+/// packages carry the same set (`docs/install.md` says which and why).
+///
+/// [`Status::store`]: crate::Status
+pub fn built() -> Vec<&'static str> {
+    ALL.iter().copied().filter(|s| is_built(s)).collect()
+}
+
+/// Whether this build carries the store that [`Status::store`](crate::Status) names `store`.
+pub fn is_built(store: &str) -> bool {
+    match store {
+        "memory" => true,
+        "sqlite" => cfg!(feature = "sqlite"),
+        "http" => cfg!(feature = "http"),
+        "redis" => cfg!(feature = "redis"),
+        "postgres" => cfg!(feature = "postgres"),
+        "mysql" => cfg!(feature = "mysql"),
+        "etcd" => cfg!(feature = "etcd"),
+        "zookeeper" => cfg!(feature = "zookeeper"),
+        "mongodb" => cfg!(feature = "mongodb"),
+        _ => false,
+    }
+}
+
 use std::fmt::Debug;
 
 /// A boxed error from a store's client library.

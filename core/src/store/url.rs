@@ -327,6 +327,21 @@ fn checked(url: &str, rest: &str) -> Result<String, StoreError> {
     Ok(url.to_owned())
 }
 
+/// Why a store this build lacks cannot be opened, and the two ways to reach it.
+#[allow(dead_code)] // unused when every store is compiled in
+fn not_built_reason(store: &str, feature: &str) -> String {
+    let via_serve = if cfg!(feature = "http") {
+        "through `cosid serve` (run it with this store, and give the clients its `http://` URL), or "
+    } else {
+        ""
+    };
+    format!(
+        "the {store} store is not in this build, which has {}: reach it {via_serve}with a build that has it \
+         (cargo feature `{feature}`; docs/install.md says how for each language)",
+        super::built().join(", ")
+    )
+}
+
 /// Opens the store a URL names. `clock` is the host clock, used by stores that have no clock of their own.
 pub async fn open(
     url: &StoreUrl,
@@ -336,7 +351,7 @@ pub async fn open(
     #[allow(unused_variables)]
     let not_built = |store: &str, feature: &str| StoreError::InvalidUrl {
         url: url.to_string(),
-        reason: format!("the {store} store is not compiled in (cargo feature `{feature}`)"),
+        reason: not_built_reason(store, feature),
     };
     match url {
         StoreUrl::Memory => Ok(Arc::new(MemoryStore::new(clock))),
@@ -378,6 +393,25 @@ pub async fn open(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_stores_built_are_the_features_compiled_in() {
+        let built = super::super::built();
+        assert_eq!(built[0], "memory");
+        assert_eq!(built.contains(&"sqlite"), cfg!(feature = "sqlite"));
+        assert_eq!(built.contains(&"redis"), cfg!(feature = "redis"));
+        assert_eq!(built.contains(&"mongodb"), cfg!(feature = "mongodb"));
+        assert!(built.iter().all(|s| super::super::ALL.contains(s)));
+        assert!(!super::super::is_built("oracle"));
+    }
+
+    #[test]
+    fn a_store_not_built_says_how_to_reach_it() {
+        let reason = not_built_reason("mysql", "mysql");
+        assert!(reason.contains("the mysql store is not in this build, which has memory"), "{reason}");
+        assert!(reason.contains("cargo feature `mysql`"), "{reason}");
+        assert_eq!(reason.contains("cosid serve"), cfg!(feature = "http"), "{reason}");
+    }
 
     #[test]
     fn parses_every_scheme() {

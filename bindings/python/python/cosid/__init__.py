@@ -28,6 +28,7 @@ from typing import Any, Callable, Optional, Union
 from . import _cosid
 from ._cosid import (
     MAX_BATCH,
+    STORES,
     Layout,
     from_base62,
     from_friendly,
@@ -86,6 +87,7 @@ __all__ = [
     "Status",
     "Event",
     "MAX_BATCH",
+    "STORES",
     "CosidError",
     "SlotLostError",
     "WindowClosedError",

@@ -10,6 +10,7 @@ from typing_extensions import Self, disjoint_base
 __all__ = [
     "__version__",
     "MAX_BATCH",
+    "STORES",
     "Layout",
     "Runtime",
     "_bind_next_id",
@@ -35,6 +36,9 @@ __all__ = [
 ]
 __version__: str
 MAX_BATCH: int
+# The stores this module carries, as Status.store names them: ("memory", "sqlite", "http", "redis", "postgres") in
+# the released wheel. A store URL of any other store raises ConfigError saying how to reach it.
+STORES: Tuple[str, ...]
 
 _Duration = Union[int, float, str, timedelta]
 _LayoutLike = Union[str, "Layout"]

@@ -203,6 +203,15 @@ public final class Cosid {
         Events.GLOBAL.remove(listener);
     }
 
+    /**
+     * The stores the loaded libcosid carries, by the names of their URL schemes' families: memory, sqlite, http,
+     * redis and postgres in the released jar. A store URL of any other store fails with a {@link ConfigException} whose
+     * message says how to reach it (through {@code cosid serve}, or a build with its feature).
+     */
+    public static java.util.List<String> stores() {
+        return java.util.List.of(Native.staticString(Native.STORES).split(","));
+    }
+
     /** The version of the loaded libcosid, {@code "MAJOR.MINOR.PATCH"}. */
     public static String version() {
         return Native.staticString(Native.VERSION);

@@ -42,6 +42,7 @@ final class Native {
     private static final FunctionDescriptor R_PPP = FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS);
 
     static final MethodHandle VERSION = fn("cosid_version", FunctionDescriptor.of(ADDRESS));
+    static final MethodHandle STORES = fn("cosid_stores", FunctionDescriptor.of(ADDRESS));
     static final MethodHandle RESULT_NAME = fn("cosid_result_name", FunctionDescriptor.of(ADDRESS, JAVA_INT));
     static final MethodHandle RESULT_MESSAGE = fn("cosid_result_message", FunctionDescriptor.of(ADDRESS, JAVA_INT));
     static final MethodHandle LAST_ERROR = fn("cosid_last_error", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG, ADDRESS));

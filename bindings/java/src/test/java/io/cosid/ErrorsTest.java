@@ -40,6 +40,25 @@ class ErrorsTest {
     }
 
     @Test
+    void aStoreTheLibraryDoesNotCarryIsRefusedSayingHowToReachIt() {
+        java.util.List<String> stores = Cosid.stores();
+        assertEquals(java.util.List.of("memory", "sqlite", "http"), stores.subList(0, 3));
+        // A URL of each store that needs no server: one the library does not carry is refused before connecting.
+        java.util.Map<String, String> offline = java.util.Map.of(
+                "mysql", "mysql://u:p@127.0.0.1:1/db", "etcd", "etcd://127.0.0.1:1",
+                "zookeeper", "zookeeper://127.0.0.1:1", "mongodb", "mongodb://127.0.0.1:1/ids");
+        offline.forEach((store, url) -> {
+            if (stores.contains(store)) {
+                return;
+            }
+            ConfigException e = fails(ConfigException.class, ErrorCode.CONFIG,
+                    Runtime.builder().store(url).acquireTimeout(Duration.ofSeconds(30)));
+            assertTrue(e.getMessage().contains("the " + store + " store is not in this build")
+                    && e.getMessage().contains("cosid serve"), e.getMessage());
+        });
+    }
+
+    @Test
     void badSettingsAreTyped() {
         ConfigException e = fails(ConfigException.class, ErrorCode.CONFIG,
                 Runtime.builder().store("memory:").set("ttl", "soon"));
