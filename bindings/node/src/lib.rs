@@ -240,8 +240,8 @@ pub fn shutdown_sync() -> Result<Option<f64>, Thrown> {
 /// 'postgres']` in the released package. A store URL of any other store throws `CONFIG`, saying how to reach it
 /// (through `cosid serve`, or a build with its feature).
 #[napi]
-pub fn stores() -> Vec<&'static str> {
-    cosid::store::built()
+pub fn stores() -> Result<Vec<&'static str>, Thrown> {
+    call(|| Ok(cosid::store::built()))
 }
 
 /// Closes the process-wide runtime and every `Runtime` of this process that is still open, releasing their
