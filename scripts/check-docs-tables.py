@@ -15,6 +15,9 @@ What it requires:
   of its schemes), and no `scheme://` in code that the code does not know;
 - the pages that list settings (the language pages): every setting named, by its variable or a key, and no
   `COSID_*` name that appears nowhere in the sources;
+- the stores the packages carry: the `default` features of the C library, the Python module and the Node addon,
+  and the CLI's `release` feature, are one set, and README.md's "in the packages" column says `yes` for exactly
+  those stores (with SQLite, memory and `http://`, which every build has);
 - error codes: docs/faq.md's table of codes is exactly the code's list, its headings name only codes, and every
   code has its place in it; docs/c-api.md's table of numbers is exactly the code's names and numbers; the language
   pages' error tables name no code the code does not have.
@@ -212,6 +215,33 @@ for page in ("docs/python.md", "docs/node.md", "docs/java.md", "docs/go.md", "do
         for name in re.findall(r"`([A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*)`", row):
             if len(name) > 2 and name not in codes and name not in source_names and name not in envs:
                 fail(f"{page}: a table names `{name}`, which is no error code (core/src/host/code.rs) nor a name of the sources")
+
+# The stores the packages carry.
+def features(path, name):
+    m = re.search(r"^" + name + r" = \[([^\]]*)\]", read(path), re.M)
+    if not m:
+        fail(f"{path}: no `{name}` feature")
+        return set()
+    return set(re.findall(r'"([a-z]+)"', m.group(1)))
+
+
+shipped = features("ffi/Cargo.toml", "default")
+for path, name in (("bindings/python/Cargo.toml", "default"), ("bindings/node/Cargo.toml", "default"),
+                   ("cli/Cargo.toml", "release")):
+    if features(path, name) != shipped:
+        fail(f"{path}: `{name}` carries {sorted(features(path, name))}, not ffi/Cargo.toml's {sorted(shipped)}")
+yes, rows = set(), 0
+for row in re.findall(r"^\|.*\|$", stores_md, re.M):
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    feature = re.search(r"`([a-z]+)`", cells[2]) if len(cells) > 3 else None
+    if feature is None and (len(cells) < 4 or cells[2] != "always"):
+        continue
+    rows += 1
+    if cells[3] == "yes":
+        yes.add(feature.group(1) if feature else "memory")
+want = shipped | {"sqlite", "http", "memory"}
+if rows < len(stores) - 3 or yes != want:
+    fail(f"README.md (stores): the packages column says yes for {sorted(yes)}, the builds carry {sorted(want)}")
 
 if failures:
     print("docs: the documentation's lists differ from the code's tables:", file=sys.stderr)
