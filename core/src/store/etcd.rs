@@ -17,6 +17,9 @@
 //! A failed compare means another writer got there first: the operation reads again and retries, a bounded number
 //! of times with a small jittered pause. No key has a lease (TTL): expiry is data, decided by the protocol.
 //!
+//! The client speaks etcd's JSON gateway on the client port (the `wire` module): the gRPC API's messages over
+//! HTTP/1.1.
+//!
 //! etcd has no clock of its own that clients can read, so the store clock is the caller's [`Clock`]. Safety does
 //! not depend on it; availability (when a lease expires) depends on the hosts' clocks agreeing within `tolerance`.
 
@@ -27,13 +30,14 @@ use crate::lease::{
     protocol, AcquireRequest, Acquired, Namespace, NamespaceConfig, NamespaceRecord, SlotLease,
     SlotRecord,
 };
-use etcd_client::{
+use std::collections::BTreeMap;
+use wire::{
     Client, Compare, CompareOp, ConnectOptions, DeleteOptions, GetOptions, GetResponse, KeyValue,
     KvClient, Txn, TxnOp, TxnOpResponse,
 };
-use std::collections::BTreeMap;
 
 mod index;
+mod wire;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::OnceCell;
@@ -70,16 +74,18 @@ const RETRYABLE_GRPC_CODES: &[i32] = &[
     14, // UNAVAILABLE
 ];
 
-/// Maps a client error: transport failures and transient statuses are `Unavailable`, the rest `Generic`.
-fn etcd_err(e: etcd_client::Error) -> StoreError {
-    use etcd_client::Error as E;
+/// Maps a client error: transport failures (timeouts among them), HTTP 5xx with no status of etcd's, and transient
+/// statuses are `Unavailable`, the rest `Generic`.
+fn etcd_err(e: wire::Error) -> StoreError {
+    use wire::Error as E;
     let retryable = match &e {
-        E::TransportError(_) | E::IoError(_) | E::EndpointError(_) => true,
+        E::Transport(_) => true,
+        E::Http { status, .. } => *status >= 500,
         E::GRpcStatus(s) => {
-            RETRYABLE_GRPC_CODES.contains(&(s.code() as i32))
+            RETRYABLE_GRPC_CODES.contains(&s.code())
                 // An acquisition reads the records at the revision of its index read: a compaction in between
                 // makes that revision unreadable, and reading again is the answer.
-                || (s.code() as i32 == 11 && s.message().contains("compacted")) // OUT_OF_RANGE
+                || (s.code() == 11 && s.message().contains("compacted")) // OUT_OF_RANGE
         }
         _ => false,
     };
@@ -1074,7 +1080,7 @@ impl LeaseStore for EtcdStore {
     /// etcd needs no schema; this checks that the cluster answers.
     async fn init(&self) -> Result<(), StoreError> {
         let run = async {
-            let mut kv = self.kv().await?;
+            let kv = self.kv().await?;
             kv.get(
                 ROOT,
                 Some(GetOptions::new().with_prefix().with_count_only()),

@@ -19,8 +19,8 @@
 //! it names, checks each against its entry, and repairs an entry the record contradicts.
 
 use super::prefix;
+use super::wire::TxnOp;
 use crate::lease::{Namespace, SlotRecord};
-use etcd_client::TxnOp;
 
 /// The value of `v` once the index covers every record.
 pub(super) const READY: &str = "1";
@@ -32,14 +32,7 @@ pub(super) fn root(ns: &Namespace) -> String {
 
 /// The first key after every key that begins with `key`.
 pub(super) fn prefix_end(key: &str) -> Vec<u8> {
-    let mut end = key.as_bytes().to_vec();
-    while let Some(last) = end.pop() {
-        if last < 0xff {
-            end.push(last + 1);
-            return end;
-        }
-    }
-    vec![0]
+    super::wire::prefix_end(key.as_bytes())
 }
 
 pub(super) fn state(ns: &Namespace) -> String {
