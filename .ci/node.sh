@@ -36,7 +36,7 @@ echo "node $(node --version), npm $(npm --version), $(cargo --version)"
 
 if [ "${COSID_NODE_NO_SERVERS:-0}" != "1" ]; then
   step "node: store servers for the store tests"
-  # etcd first: its script also installs protoc, which building the etcd client needs.
+  # etcd first: its script also installs protoc, which the etcd tests' own gRPC client needs.
   [ -n "${COSID_TEST_ETCD_URL:-}" ] || eval "$(bash "$root/.ci/services/etcd.sh")"
   [ -n "${COSID_TEST_REDIS_URL:-}" ] || eval "$(bash "$root/.ci/services/redis.sh")"
   [ -n "${COSID_TEST_POSTGRES_URL:-}" ] || eval "$(bash "$root/.ci/services/postgres.sh")"

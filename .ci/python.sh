@@ -22,7 +22,7 @@ root="$PWD"
 python="${PYTHON:-python3}"
 
 if [ "${COSID_PYTHON_NO_SERVERS:-0}" != "1" ]; then
-    # etcd first: its script also installs protoc, which building the etcd client needs.
+    # etcd first: its script also installs protoc, which the etcd tests' own gRPC client needs.
     [ -n "${COSID_TEST_ETCD_URL:-}" ] || eval "$(bash "$root/.ci/services/etcd.sh")"
     [ -n "${COSID_TEST_REDIS_URL:-}" ] || eval "$(bash "$root/.ci/services/redis.sh")"
     [ -n "${COSID_TEST_POSTGRES_URL:-}" ] || eval "$(bash "$root/.ci/services/postgres.sh")"

@@ -12,7 +12,7 @@
 # Also honoured: LIBDIR (default $PREFIX/lib), INCLUDEDIR ($PREFIX/include), PKGCONFIGDIR ($LIBDIR/pkgconfig),
 # COSID_SKIP_BUILD=1 (install what target/release holds), CARGO_TARGET_DIR, and COSID_C_FEATURES: the library is
 # built with the released library's stores (SQLite, memory, `http://`, Redis, PostgreSQL); set COSID_C_FEATURES
-# to "stores" for every store (MySQL, etcd, ZooKeeper, MongoDB too; etcd needs `protoc` to build), or to a list
+# to "stores" for every store (MySQL, etcd, ZooKeeper, MongoDB too), or to a list
 # such as "redis,mysql" (or to "" for SQLite, `http://` and memory only).
 set -eu
 

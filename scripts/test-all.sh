@@ -45,7 +45,7 @@ export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
 # for something else) is started again, and its script prints the end of the old one's log, instead of the step
 # failing on a refused connection far from the cause.
 servers() {
-    # etcd first: its script also installs protoc, which building the etcd client needs.
+    # etcd first: its script also installs protoc, which the etcd tests' own gRPC client needs.
     eval "$(bash .ci/services/etcd.sh)"
     eval "$(bash .ci/services/redis.sh)"
     eval "$(bash .ci/services/postgres.sh)"

@@ -59,7 +59,9 @@ pub extern "C" fn cosid_version() -> *const c_char {
 pub extern "C" fn cosid_stores() -> *const c_char {
     static STORES: std::sync::OnceLock<std::ffi::CString> = std::sync::OnceLock::new();
     STORES
-        .get_or_init(|| std::ffi::CString::new(cosid_core::store::built().join(",")).unwrap_or_default())
+        .get_or_init(|| {
+            std::ffi::CString::new(cosid_core::store::built().join(",")).unwrap_or_default()
+        })
         .as_ptr()
 }
 

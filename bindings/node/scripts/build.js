@@ -2,7 +2,7 @@
 'use strict'
 // Builds the native addon with cargo and copies it to where index.js looks for it (cosid.<platform>.node).
 // The stores of the released addon by default (SQLite, memory, `http://`, Redis, PostgreSQL: docs/install.md).
-// COSID_NODE_FEATURES=stores builds every store (MySQL, etcd, ZooKeeper, MongoDB too; etcd's client needs `protoc`);
+// COSID_NODE_FEATURES=stores builds every store (MySQL, etcd, ZooKeeper, MongoDB too);
 // a list (any of redis, postgres, mysql, etcd, zookeeper, mongodb; empty for none) builds exactly those, SQLite,
 // memory and `http://` always included.
 //
@@ -40,14 +40,6 @@ function findCargo() {
   )
 }
 
-function findProtoc() {
-  for (const candidate of [process.env.PROTOC, 'protoc'].filter(Boolean)) {
-    const probe = spawnSync(candidate, ['--version'], { stdio: 'ignore' })
-    if (!probe.error && probe.status === 0) return candidate
-  }
-  return null
-}
-
 const cargo = findCargo()
 const args = [
   'build',
@@ -64,17 +56,11 @@ if (process.env.COSID_NODE_FEATURES !== undefined) {
   if (features.length === 1 && features[0] === 'stores') features = STORES
   const unknown = features.filter((f) => !STORES.includes(f))
   if (unknown.length) {
-    fail(`COSID_NODE_FEATURES names ${unknown.join(', ')}: expected \`stores\` or a list of ${STORES.join(', ')} (or empty)`)
+    const expected = `\`stores\` or a list of ${STORES.join(', ')} (or empty)`
+    fail(`COSID_NODE_FEATURES names ${unknown.join(', ')}: expected ${expected}`)
   }
   args.push('--no-default-features')
   if (features.length) args.push('--features', features.join(','))
-}
-if (features.includes('etcd') && !findProtoc()) {
-  fail(
-    "the etcd store's client is generated at build time by protoc, the Protocol Buffers compiler, and none was " +
-      'found (PROTOC, or protoc on PATH). Install it (Debian/Ubuntu: apt-get install protobuf-compiler; macOS: ' +
-      'brew install protobuf), or build without etcd: COSID_NODE_FEATURES=redis,postgres,mysql node scripts/build.js',
-  )
 }
 console.error(`cosid: ${cargo} ${args.join(' ')}`)
 const build = spawnSync(cargo, args, {

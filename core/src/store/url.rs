@@ -408,9 +408,16 @@ mod tests {
     #[test]
     fn a_store_not_built_says_how_to_reach_it() {
         let reason = not_built_reason("mysql", "mysql");
-        assert!(reason.contains("the mysql store is not in this build, which has memory"), "{reason}");
+        assert!(
+            reason.contains("the mysql store is not in this build, which has memory"),
+            "{reason}"
+        );
         assert!(reason.contains("cargo feature `mysql`"), "{reason}");
-        assert_eq!(reason.contains("cosid serve"), cfg!(feature = "http"), "{reason}");
+        assert_eq!(
+            reason.contains("cosid serve"),
+            cfg!(feature = "http"),
+            "{reason}"
+        );
     }
 
     #[test]
