@@ -70,24 +70,30 @@ pub const ALL: &[&str] = &[
 ///
 /// [`Status::store`]: crate::Status
 pub fn built() -> Vec<&'static str> {
-    ALL.iter().copied().filter(|s| is_built(s)).collect()
+    IN_THIS_BUILD
+        .iter()
+        .filter(|(_, built)| *built)
+        .map(|(store, _)| *store)
+        .collect()
 }
 
 /// Whether this build carries the store that [`Status::store`](crate::Status) names `store`.
 pub fn is_built(store: &str) -> bool {
-    match store {
-        "memory" => true,
-        "sqlite" => cfg!(feature = "sqlite"),
-        "http" => cfg!(feature = "http"),
-        "redis" => cfg!(feature = "redis"),
-        "postgres" => cfg!(feature = "postgres"),
-        "mysql" => cfg!(feature = "mysql"),
-        "etcd" => cfg!(feature = "etcd"),
-        "zookeeper" => cfg!(feature = "zookeeper"),
-        "mongodb" => cfg!(feature = "mongodb"),
-        _ => false,
-    }
+    IN_THIS_BUILD.iter().any(|&(s, built)| built && s == store)
 }
+
+/// Each store of [`ALL`], in its order, and whether this build has its feature.
+const IN_THIS_BUILD: [(&str, bool); 9] = [
+    ("memory", true),
+    ("sqlite", cfg!(feature = "sqlite")),
+    ("http", cfg!(feature = "http")),
+    ("redis", cfg!(feature = "redis")),
+    ("postgres", cfg!(feature = "postgres")),
+    ("mysql", cfg!(feature = "mysql")),
+    ("etcd", cfg!(feature = "etcd")),
+    ("zookeeper", cfg!(feature = "zookeeper")),
+    ("mongodb", cfg!(feature = "mongodb")),
+];
 
 use std::fmt::Debug;
 

@@ -402,6 +402,11 @@ mod tests {
         assert_eq!(built.contains(&"redis"), cfg!(feature = "redis"));
         assert_eq!(built.contains(&"mongodb"), cfg!(feature = "mongodb"));
         assert!(built.iter().all(|s| super::super::ALL.contains(s)));
+        let names: Vec<&str> = super::super::IN_THIS_BUILD
+            .iter()
+            .map(|(s, _)| *s)
+            .collect();
+        assert_eq!(names, super::super::ALL);
         assert!(!super::super::is_built("oracle"));
     }
 
