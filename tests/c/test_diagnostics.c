@@ -174,8 +174,11 @@ int main(void) {
     snprintf(url, sizeof url, "postgres://app@127.0.0.1:%d/ids?password=s3cret-q", closed);
     CHECK(one_runtime(url, "diag-secret", error, sizeof error) == COSID_RESULT_STORE_UNAVAILABLE);
     no_secret_in(&log, error, "s3cret-q");
+    /* etcd is unreachable where the library carries it, and refused by name where it does not (the released
+     * library: cosid_stores()); the password is hidden either way. */
     snprintf(url, sizeof url, "etcd://root:s3cret-e@127.0.0.1:%d", closed);
-    CHECK(one_runtime(url, "diag-secret", error, sizeof error) == COSID_RESULT_STORE_UNAVAILABLE);
+    CHECK(one_runtime(url, "diag-secret", error, sizeof error) ==
+          (strstr(cosid_stores(), "etcd") ? COSID_RESULT_STORE_UNAVAILABLE : COSID_RESULT_CONFIG));
     no_secret_in(&log, error, "s3cret-e");
     snprintf(url, sizeof url, "redis://app:pa@ss-s3cret@127.0.0.1:%d/0", closed);
     CHECK(one_runtime(url, "diag-secret", error, sizeof error) != COSID_RESULT_OK);
